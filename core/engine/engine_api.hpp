@@ -1,0 +1,86 @@
+// What the HTTP side sees of the engine: submit a request with a sink for its output, abort it,
+// read stats. Every call is thread-safe and never waits for a step; the sink is called on the
+// engine thread and must not block (the server posts to its own executor from it).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace loom {
+
+class Tokenizer;
+
+struct SamplingParams {
+  float temperature = 1.0f;       // 0 = greedy
+  float top_p = 1.0f;             // nucleus mass kept, (0, 1]
+  int32_t top_k = 0;              // 0 = off
+  float min_p = 0.0f;             // keep tokens with p >= min_p * p_max; 0 = off
+  std::optional<uint64_t> seed;   // same seed -> same text; unset = from the engine's generator
+  int32_t max_tokens = 16;        // new tokens at most, >= 1
+  bool ignore_eos = false;        // keep going past EOS until max_tokens
+  std::vector<std::string> stop;  // generation ends before any of these strings; not returned
+};
+
+enum class FinishReason { kStop, kLength, kAbort, kError };
+
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
+
+// One batch of output for one request, delivered in order.
+struct GenerationOutput {
+  std::vector<int32_t> token_ids;  // tokens sampled since the previous output
+  std::string text;                // their text: whole UTF-8 characters only; text that could still
+                                   // begin a stop string is held back until it cannot
+  std::optional<FinishReason> finish;  // set on the last output of the request
+  std::string error;                   // when finish == kError
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;       // total so far
+};
+
+using OutputSink = std::function<void(GenerationOutput&&)>;
+
+struct GenerateRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included when wanted
+  SamplingParams sampling;
+  int32_t priority = 0;
+  OutputSink sink;
+};
+
+struct EngineStats {
+  int32_t num_waiting = 0;
+  int32_t num_running = 0;
+  int32_t kv_total_blocks = 0;
+  int32_t kv_used_blocks = 0;
+  int32_t kv_free_blocks = 0;
+  int32_t kv_num_seqs = 0;
+  int64_t num_preemptions = 0;
+  int64_t requests_finished = 0;
+  int64_t prompt_tokens_total = 0;
+  int64_t generation_tokens_total = 0;
+};
+
+struct ModelInfo {
+  std::string name;           // served model name (the `model` field)
+  int32_t max_model_len = 0;  // prompt + generated tokens at most
+  int32_t vocab_size = 0;
+  int64_t created = 0;        // unix seconds at load
+};
+
+class EngineInterface {
+ public:
+  virtual ~EngineInterface() = default;
+  // Queues a request and returns its id. Throws loom::Error (a message naming the field) when
+  // it can never run: empty prompt, prompt + max_tokens beyond max_model_len, token ids outside
+  // the vocabulary, or too big for the whole KV pool.
+  virtual uint64_t submit(GenerateRequest request) = 0;
+  // Cancels a request wherever it is (queued or running); its blocks are freed at the next step
+  // and its sink gets one last output with finish = kAbort. Unknown ids are ignored.
+  virtual void abort(uint64_t request_id) = 0;
+  virtual EngineStats stats() const = 0;
+  virtual const ModelInfo& model_info() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+};
+
+}  // namespace loom

@@ -1,0 +1,44 @@
+/* Attention plugins: attention math over the paged KV pool for a flat varlen batch. */
+#ifndef LOOM_ATTENTION_H
+#define LOOM_ATTENTION_H
+
+#include "loom/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_ATTENTION_IFACE_MAJOR 1
+#define LOOM_ATTENTION_IFACE_MINOR 0
+
+/* Engine-wide facts an attention plugin is created with. */
+typedef struct loom_attention_create_args {
+  uint32_t struct_size;
+  int32_t n_heads;        /* query heads */
+  int32_t n_kv_heads;     /* K/V heads; n_heads % n_kv_heads == 0 (GQA/MQA when smaller) */
+  int32_t head_dim;
+  float scale;            /* softmax scale, usually 1/sqrt(head_dim) */
+  loom_dtype kv_dtype;    /* element type of the KV pool */
+  int32_t block_size;     /* tokens per KV block */
+  loom_device device;
+} loom_attention_create_args;
+
+typedef struct loom_attention_vtable {
+  uint32_t struct_size;
+  /* Writes this step's new K/V into the pool at batch->slot_mapping, then computes causal
+   * attention of every query token over its sequence's context (positions 0..its own).
+   *   q:       [num_tokens, n_heads, head_dim]     (RoPE already applied)
+   *   k, v:    [num_tokens, n_kv_heads, head_dim]  new keys/values of this step
+   *   k_cache, v_cache: [num_blocks, block_size, n_kv_heads, head_dim] this layer's pool
+   *   out:     [num_tokens, n_heads, head_dim] */
+  loom_status (*forward)(void* self, const loom_attention_batch* batch, const loom_tensor_view* q,
+                         const loom_tensor_view* k, const loom_tensor_view* v,
+                         loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
+                         loom_error_buf* err);
+} loom_attention_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_ATTENTION_H */

@@ -1,0 +1,84 @@
+/* KV-cache plugins: the logical side of the KV pool (block ids, tables, refcounts, prefix reuse,
+ * eviction). The core owns the physical pool; it asks the plugin how many blocks of which size
+ * it wants, allocates them, and passes block ids around. The interface is query-then-commit:
+ * match_prefix -> can_allocate -> allocate -> append -> free. */
+#ifndef LOOM_CACHE_H
+#define LOOM_CACHE_H
+
+#include "loom/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOOM_CACHE_IFACE_MAJOR 1
+#define LOOM_CACHE_IFACE_MINOR 0
+
+typedef struct loom_cache_create_args {
+  uint32_t struct_size;
+  int32_t n_layers;
+  int32_t n_kv_heads;
+  int32_t head_dim;
+  loom_dtype kv_dtype;
+  int64_t bytes_per_token;  /* K and V of one token over all layers, in bytes */
+  int32_t max_model_len;    /* longest sequence the model accepts */
+} loom_cache_create_args;
+
+/* The pool the plugin asks the core to allocate. */
+typedef struct loom_cache_layout {
+  uint32_t struct_size;
+  int32_t num_blocks;
+  int32_t block_size;  /* tokens per block */
+} loom_cache_layout;
+
+typedef struct loom_cache_usage {
+  uint32_t struct_size;
+  int32_t total_blocks;
+  int32_t free_blocks;    /* neither referenced nor holding reusable prefix content */
+  int32_t used_blocks;    /* referenced by at least one live sequence */
+  int32_t cached_blocks;  /* unreferenced but kept for prefix reuse (evictable) */
+  int32_t num_seqs;       /* live sequences holding blocks */
+  int64_t prefix_hit_tokens;    /* cumulative tokens served from the prefix cache */
+  int64_t prefix_query_tokens;  /* cumulative tokens looked up */
+} loom_cache_usage;
+
+typedef struct loom_cache_vtable {
+  uint32_t struct_size;
+  /* The pool to allocate: number and size of blocks. Called once after create. */
+  loom_status (*layout)(void* self, loom_cache_layout* out, loom_error_buf* err);
+  /* Sets *ok = 1 when a request of max_total_tokens could ever fit in an empty pool, else 0 and
+   * the reason in err. Used to refuse at admission what can never run. */
+  loom_status (*fits)(void* self, int32_t max_total_tokens, int32_t* ok, loom_error_buf* err);
+  /* (optional) Sets *num_cached_tokens to how many leading tokens of req already have K/V in
+   * the cache (a multiple of the block size); no state changes. NULL means 0. */
+  loom_status (*match_prefix)(void* self, const loom_request_view* req, int32_t* num_cached_tokens,
+                              loom_error_buf* err);
+  /* Sets *ok = 1 when the cache can give req room for num_new_tokens more tokens (beyond
+   * req->num_computed_tokens) right now, without changing state. */
+  loom_status (*can_allocate)(void* self, const loom_request_view* req, int32_t num_new_tokens,
+                              int32_t* ok, loom_error_buf* err);
+  /* Starts a sequence for req with room for num_new_tokens tokens; reuses any prefix match and
+   * sets *num_cached_tokens to the tokens whose K/V it already holds. */
+  loom_status (*allocate)(void* self, const loom_request_view* req, int32_t num_new_tokens,
+                          int32_t* num_cached_tokens, loom_error_buf* err);
+  /* Grows an allocated sequence so it holds req->num_computed_tokens + num_new_tokens tokens.
+   * LOOM_ERR_OUT_OF_MEMORY when no block is free (state unchanged). */
+  loom_status (*append)(void* self, const loom_request_view* req, int32_t num_new_tokens,
+                        loom_error_buf* err);
+  /* (optional) Tells the cache that K/V of req's first num_computed_tokens tokens are written, so
+   * full blocks may be registered for prefix reuse. */
+  loom_status (*commit)(void* self, const loom_request_view* req, loom_error_buf* err);
+  /* Releases the sequence's blocks (finish, abort or preemption). Unknown ids are not an error. */
+  loom_status (*free)(void* self, uint64_t request_id, loom_error_buf* err);
+  /* The block table of a sequence, valid until the next mutating call. */
+  loom_status (*block_table)(void* self, uint64_t request_id, loom_block_list* out,
+                             loom_error_buf* err);
+  /* Current block accounting. */
+  loom_status (*usage)(void* self, loom_cache_usage* out, loom_error_buf* err);
+} loom_cache_vtable;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LOOM_CACHE_H */
