@@ -1,0 +1,238 @@
+// parse_config / load_config: TOML text -> Config, reporting every problem at once.
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+#include "core/common/error.hpp"
+#include "core/config/config.hpp"
+#include "core/config/config_rules.hpp"
+#include "core/config/toml_json.hpp"
+#include "core/config/toml_reader.hpp"
+
+namespace loom {
+namespace {
+
+namespace fs = std::filesystem;
+using config_detail::pos_of;
+using config_detail::Problems;
+using config_detail::TableReader;
+using config_detail::type_name;
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+constexpr std::array<std::string_view, 11> kTopLevelTables = {
+    "model",        "server",    "runtime", "plugins",       "logging",       "attention",
+    "quantization", "scheduler", "cache",   "cache_offload", "semantic_cache"};
+
+// Paths in a config are relative to the config file, so a config works from any directory;
+// they are stored absolute so the effective config does too.
+std::string resolve_path(const std::string& path, const fs::path& base_dir) {
+  const fs::path p(path);
+  return (p.is_absolute() ? p : fs::absolute(base_dir / p)).lexically_normal().string();
+}
+
+void read_model(TableReader& t, const fs::path& base_dir, ModelConfig& model) {
+  if (auto path = t.string("path", false)) model.path = resolve_path(*path, base_dir);
+  if (auto name = t.string("name", false)) model.name = *name;
+  if (auto len = t.integer("max_model_len", 0, kInt32Max)) {
+    model.max_model_len = static_cast<int32_t>(*len);
+  }
+  if (model.name.empty() && !model.path.empty()) model.name = model_name_from_path(model.path);
+}
+
+void read_server(TableReader& t, ServerConfig& server) {
+  if (auto host = t.string("host", false)) server.host = *host;
+  if (auto port = t.integer("port", 0, config_rules::kMaxPort)) {
+    server.port = static_cast<uint16_t>(*port);
+  }
+  if (auto n =
+          t.integer("http_threads", config_rules::kMinHttpThreads, config_rules::kMaxHttpThreads)) {
+    server.http_threads = static_cast<int32_t>(*n);
+  }
+  if (auto bytes = t.byte_size("max_body_bytes", config_rules::kMinBodyBytes, kInt64Max)) {
+    server.max_body_bytes = *bytes;
+  }
+  if (auto key = t.string("api_key")) server.api_key = *key;
+}
+
+void read_runtime(TableReader& t, RuntimeConfig& runtime) {
+  if (auto device = t.string("device")) {
+    if (auto problem = config_rules::check_device(*device)) {
+      t.problems().add(t.value_pos("device"), t.key_path("device"), *problem);
+    } else {
+      runtime.device = *device;
+    }
+  }
+  if (auto threads = t.integer("threads", 0, kInt32Max)) {
+    runtime.threads = static_cast<int32_t>(*threads);
+  }
+  if (auto seed = t.integer("seed", 0, kInt64Max)) runtime.seed = static_cast<uint64_t>(*seed);
+}
+
+void read_logging(TableReader& t, std::string& log_level) {
+  if (auto level = t.string("level")) {
+    if (auto problem = config_rules::check_log_level(*level)) {
+      t.problems().add(t.value_pos("level"), t.key_path("level"), *problem);
+    } else {
+      log_level = *level;
+    }
+  }
+}
+
+// A plugin table: `plugin` and `path` are the host's; every other key belongs to the plugin,
+// which validates it (the host only converts it to JSON).
+PluginTable read_plugin_table(const toml::table& table, const std::string& kind,
+                              const fs::path& base_dir, Problems& problems) {
+  PluginTable out;
+  TableReader t(table, kind, problems);
+  if (const toml::node* n = t.node("plugin"); n == nullptr) {
+    problems.add(pos_of(table.source()), kind + ".plugin",
+                 "required: the name of the " + kind + " plugin to load");
+  } else if (auto name = t.string("plugin")) {
+    if (auto problem = config_rules::check_plugin_name(*name)) {
+      problems.add(pos_of(n->source()), kind + ".plugin", *problem);
+    } else {
+      out.plugin = *name;
+    }
+  }
+  if (auto path = t.string("path", false)) out.path = resolve_path(*path, base_dir);
+
+  nlohmann::json rest = nlohmann::json::object();
+  for (auto&& [key, value] : table) {
+    if (key == "plugin" || key == "path") continue;
+    rest[std::string(key.str())] =
+        config_detail::toml_to_json(value, config_detail::join_key(kind, key.str()), problems);
+  }
+  out.config_json = rest.dump();
+  return out;
+}
+
+std::string valid_tables() {
+  std::string out;
+  for (std::string_view name : kTopLevelTables)
+    out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
+}  // namespace
+
+std::string model_name_from_path(std::string_view path) {
+  std::string p(path);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  fs::path file = fs::path(p).filename();
+  const std::string extension = file.extension().string();
+  if (extension == ".gguf" || extension == ".safetensors" || extension == ".bin") {
+    return file.stem().string();
+  }
+  return file.string();
+}
+
+Config parse_config(std::string_view toml_text, const std::string& source_path) {
+  const std::string file = source_path.empty() ? "<config>" : source_path;
+  const fs::path base_dir =
+      source_path.empty() ? fs::current_path() : fs::absolute(fs::path(source_path)).parent_path();
+
+  toml::table root;
+  try {
+    root = toml::parse(toml_text, std::string_view(file));
+  } catch (const toml::parse_error& e) {
+    Problems problems(file);
+    problems.add(pos_of(e.source()), "", "TOML syntax error: " + std::string(e.description()));
+    problems.throw_if_any();
+  }
+
+  Config config;
+  config.source_path = source_path;
+  Problems problems(file);
+
+  // Each known top-level entry must be a table; anything else is reported with the valid names.
+  auto table_of = [&](std::string_view name) -> const toml::table* {
+    const toml::node* n = root.get(name);
+    if (n == nullptr) return nullptr;
+    if (!n->is_table()) {
+      problems.add(pos_of(n->source()), std::string(name),
+                   "expected a table, got " + type_name(n->type()));
+      return nullptr;
+    }
+    return n->as_table();
+  };
+  for (auto&& [key, value] : root) {
+    bool known = false;
+    for (std::string_view name : kTopLevelTables) known = known || key == name;
+    if (known) continue;
+    const std::string hint =
+        config_detail::closest(key.str(), {kTopLevelTables.begin(), kTopLevelTables.end()});
+    problems.add(pos_of(key.source()), config_detail::join_key("", key.str()),
+                 std::string(value.is_table() ? "unknown table" : "unknown top-level key") +
+                     (hint.empty() ? "" : " (did you mean \"" + hint + "\"?)") +
+                     "; valid tables: " + valid_tables());
+  }
+
+  if (const toml::table* t = table_of("model")) {
+    TableReader reader(*t, "model", problems);
+    read_model(reader, base_dir, config.model);
+    reader.reject_unknown_keys();
+  }
+  if (const toml::table* t = table_of("server")) {
+    TableReader reader(*t, "server", problems);
+    read_server(reader, config.server);
+    reader.reject_unknown_keys();
+  }
+  if (const toml::table* t = table_of("runtime")) {
+    TableReader reader(*t, "runtime", problems);
+    read_runtime(reader, config.runtime);
+    reader.reject_unknown_keys();
+  }
+  if (const toml::table* t = table_of("plugins")) {
+    TableReader reader(*t, "plugins", problems);
+    if (auto dirs = reader.string_array("dirs")) {
+      for (const std::string& dir : *dirs)
+        config.plugin_dirs.push_back(resolve_path(dir, base_dir));
+    }
+    reader.reject_unknown_keys();
+  }
+  if (const toml::table* t = table_of("logging")) {
+    TableReader reader(*t, "logging", problems);
+    read_logging(reader, config.log_level);
+    reader.reject_unknown_keys();
+  }
+
+  const std::array<std::pair<const char*, PluginTable*>, 4> required = {{
+      {"attention", &config.attention},
+      {"quantization", &config.quantization},
+      {"scheduler", &config.scheduler},
+      {"cache", &config.cache},
+  }};
+  for (const auto& [kind, slot] : required) {
+    if (const toml::table* t = table_of(kind))
+      *slot = read_plugin_table(*t, kind, base_dir, problems);
+  }
+  if (const toml::table* t = table_of("cache_offload")) {
+    config.cache_offload = read_plugin_table(*t, "cache_offload", base_dir, problems);
+  }
+  if (const toml::table* t = table_of("semantic_cache")) {
+    config.semantic_cache = read_plugin_table(*t, "semantic_cache", base_dir, problems);
+  }
+
+  problems.throw_if_any();
+  return config;
+}
+
+Config load_config(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error("cannot read config file " + path + ": " + std::strerror(errno),
+                LOOM_ERR_NOT_FOUND);
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw Error("cannot read config file " + path, LOOM_ERR_NOT_FOUND);
+  return parse_config(text.str(), path);
+}
+
+}  // namespace loom

@@ -1,0 +1,58 @@
+#include "core/config/config_rules.hpp"
+
+#include <array>
+#include <limits>
+
+namespace loom::config_rules {
+
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+  return out;
+}
+
+std::string range_problem(int64_t value, int64_t lo, int64_t hi) {
+  if (hi == std::numeric_limits<int64_t>::max() || hi == std::numeric_limits<int32_t>::max()) {
+    return "must be >= " + std::to_string(lo) + ", got " + std::to_string(value);
+  }
+  return "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " +
+         std::to_string(value);
+}
+
+std::optional<std::string> check_device(std::string_view device) {
+  if (device == "cpu" || device == "cuda") return std::nullopt;
+  constexpr std::string_view kCudaPrefix = "cuda:";
+  if (device.starts_with(kCudaPrefix)) {
+    const std::string_view index = device.substr(kCudaPrefix.size());
+    bool digits = !index.empty() && index.size() <= 4;
+    for (char c : index) digits = digits && c >= '0' && c <= '9';
+    if (digits) return std::nullopt;
+  }
+  return "must be \"cpu\", \"cuda\" or \"cuda:N\", got " + quoted(device);
+}
+
+std::optional<std::string> check_log_level(std::string_view level) {
+  static constexpr std::array<std::string_view, 6> kValid = {"trace", "debug", "info",
+                                                             "warn",  "error", "off"};
+  for (std::string_view v : kValid) {
+    if (level == v) return std::nullopt;
+  }
+  return "must be one of " + std::string(kLogLevels) + "; got " + quoted(level);
+}
+
+std::optional<std::string> check_plugin_name(std::string_view name) {
+  // The name becomes part of a file name (libloom-<kind>-<name>.so), so no separators or dots.
+  bool ok = !name.empty();
+  for (char c : name) {
+    ok = ok && ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                c == '_' || c == '-');
+  }
+  if (ok) return std::nullopt;
+  return "must be a plugin name of letters, digits, '_' or '-', got " + quoted(name);
+}
+
+}  // namespace loom::config_rules

@@ -1,0 +1,335 @@
+// parse_config on valid input: defaults, every key, paths, plugin tables as JSON, to_toml.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <ostream>
+#include <string>
+
+#include "core/common/error.hpp"
+#include "core/config/config.hpp"
+
+namespace loom {
+
+// Readable failures: gtest prints these instead of raw bytes.
+void PrintTo(const PluginTable& t, std::ostream* os) {
+  *os << "{plugin=" << t.plugin << ", path=" << t.path << ", config_json=" << t.config_json << "}";
+}
+void PrintTo(const Config& c, std::ostream* os) { *os << "\n" << to_toml(c); }
+
+namespace {
+
+constexpr const char* kFile = "/etc/loom/test.toml";
+
+TEST(ConfigParse, EmptyFileGivesTheDefaults) {
+  const Config c = parse_config("", kFile);
+  EXPECT_EQ(c.source_path, kFile);
+  EXPECT_EQ(c.model.path, "");
+  EXPECT_EQ(c.model.name, "");
+  EXPECT_EQ(c.model.max_model_len, 0);
+  EXPECT_EQ(c.server.host, "127.0.0.1");
+  EXPECT_EQ(c.server.port, 8080);
+  EXPECT_EQ(c.server.http_threads, 2);
+  EXPECT_EQ(c.server.max_body_bytes, 8 * 1024 * 1024);
+  EXPECT_EQ(c.server.api_key, "");
+  EXPECT_EQ(c.runtime.device, "cpu");
+  EXPECT_EQ(c.runtime.threads, 0);
+  EXPECT_EQ(c.runtime.seed, 0u);
+  EXPECT_TRUE(c.plugin_dirs.empty());
+  EXPECT_EQ(c.log_level, "info");
+  EXPECT_EQ(c.attention, (PluginTable{"naive", "", "{}"}));
+  EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
+  EXPECT_EQ(c.scheduler, (PluginTable{"fcfs", "", "{}"}));
+  EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", "{}"}));
+  EXPECT_FALSE(c.cache_offload.has_value());
+  EXPECT_FALSE(c.semantic_cache.has_value());
+  EXPECT_EQ(c, Config{.source_path = kFile});
+}
+
+constexpr const char* kFull = R"(
+[model]
+path = "models/llama.gguf"
+name = "my-llama"
+max_model_len = 4096
+
+[server]
+host = "0.0.0.0"
+port = 0
+http_threads = 8
+max_body_bytes = "1MiB"
+api_key = "sk-test"
+
+[runtime]
+device = "cuda:1"
+threads = 12
+seed = 1234
+
+[plugins]
+dirs = ["plugins", "/opt/loom/plugins", "../shared/plugins/"]
+
+[logging]
+level = "debug"
+
+[attention]
+plugin = "flash_cpu"
+
+[quantization]
+plugin = "int8"
+path = "lib/libloom-quantization-int8.so"
+
+[scheduler]
+plugin = "continuous"
+max_num_seqs = 64
+
+[cache]
+plugin = "paged"
+kv_memory = "2GiB"
+block_size = 32
+
+[cache_offload]
+plugin = "host"
+
+[semantic_cache]
+plugin = "exact"
+ttl_s = 60
+)";
+
+TEST(ConfigParse, ReadsEveryKey) {
+  const Config c = parse_config(kFull, kFile);
+  EXPECT_EQ(c.model.path, "/etc/loom/models/llama.gguf");
+  EXPECT_EQ(c.model.name, "my-llama");
+  EXPECT_EQ(c.model.max_model_len, 4096);
+  EXPECT_EQ(c.server.host, "0.0.0.0");
+  EXPECT_EQ(c.server.port, 0);
+  EXPECT_EQ(c.server.http_threads, 8);
+  EXPECT_EQ(c.server.max_body_bytes, 1048576);
+  EXPECT_EQ(c.server.api_key, "sk-test");
+  EXPECT_EQ(c.runtime.device, "cuda:1");
+  EXPECT_EQ(c.runtime.threads, 12);
+  EXPECT_EQ(c.runtime.seed, 1234u);
+  EXPECT_EQ(c.plugin_dirs, (std::vector<std::string>{"/etc/loom/plugins", "/opt/loom/plugins",
+                                                     "/etc/shared/plugins/"}));
+  EXPECT_EQ(c.log_level, "debug");
+  EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
+  EXPECT_EQ(c.quantization,
+            (PluginTable{"int8", "/etc/loom/lib/libloom-quantization-int8.so", "{}"}));
+  EXPECT_EQ(c.scheduler, (PluginTable{"continuous", "", R"({"max_num_seqs":64})"}));
+  EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":32,"kv_memory":"2GiB"})"}));
+  EXPECT_EQ(c.cache_offload, (PluginTable{"host", "", "{}"}));
+  EXPECT_EQ(c.semantic_cache, (PluginTable{"exact", "", R"({"ttl_s":60})"}));
+}
+
+TEST(ConfigParse, MaxBodyBytesTakesAnInteger) {
+  EXPECT_EQ(parse_config("[server]\nmax_body_bytes = 1024\n", kFile).server.max_body_bytes, 1024);
+}
+
+TEST(ConfigParse, DeviceForms) {
+  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cuda\"\n", kFile).runtime.device, "cuda");
+  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cuda:0\"\n", kFile).runtime.device, "cuda:0");
+  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cuda:12\"\n", kFile).runtime.device, "cuda:12");
+}
+
+TEST(ConfigParse, PathsAreResolvedAgainstTheConfigFile) {
+  const std::string text = "[model]\npath = \"../data/./m.gguf\"\n[plugins]\ndirs = [\"p\"]\n";
+  const Config c = parse_config(text, "/srv/loom/configs/a.toml");
+  EXPECT_EQ(c.model.path, "/srv/loom/data/m.gguf");
+  EXPECT_EQ(c.plugin_dirs, std::vector<std::string>{"/srv/loom/configs/p"});
+
+  // Absolute paths stay as they are (normalised).
+  const Config abs = parse_config("[model]\npath = \"/models//x/../m.gguf\"\n", kFile);
+  EXPECT_EQ(abs.model.path, "/models/m.gguf");
+
+  // A relative config path is taken from the working directory.
+  const Config rel = parse_config("[model]\npath = \"m.gguf\"\n", "configs/a.toml");
+  EXPECT_EQ(rel.model.path, (std::filesystem::current_path() / "configs/m.gguf").string());
+
+  // No source path: relative to the working directory.
+  const Config none = parse_config("[model]\npath = \"m.gguf\"\n", "");
+  EXPECT_EQ(none.model.path, (std::filesystem::current_path() / "m.gguf").string());
+}
+
+TEST(ConfigParse, ModelNameDefaultsToTheFileName) {
+  EXPECT_EQ(parse_config("[model]\npath = \"stories260K.gguf\"\n", kFile).model.name,
+            "stories260K");
+  EXPECT_EQ(parse_config("[model]\npath = \"/m/Qwen2.5-0.5B/\"\n", kFile).model.name,
+            "Qwen2.5-0.5B");
+  EXPECT_EQ(model_name_from_path("/m/model.safetensors"), "model");
+  EXPECT_EQ(model_name_from_path("/m/pytorch_model.bin"), "pytorch_model");
+  EXPECT_EQ(model_name_from_path("/m/llama.Q4_0.gguf"), "llama.Q4_0");
+  EXPECT_EQ(model_name_from_path("llama-3"), "llama-3");
+}
+
+TEST(ConfigParse, PluginTablesPassEveryOtherKeyAsJson) {
+  const Config c = parse_config(R"(
+[cache]
+plugin = "paged"
+kv_memory = "64MiB"
+num_blocks = 128
+enable_prefix = true
+ratio = 0.1
+big = 1e300
+tiers = [1, 2, 3]
+mixed = [1, "a", 2.5, false, [true], { k = "v" }]
+day = 1979-05-27
+at = 07:32:00
+when = 1979-05-27T07:32:00Z
+"quoted key" = "x\ty"
+
+[cache.eviction]
+policy = "lru"
+weights = { hot = 2, cold = -1 }
+
+[[cache.tiers_table]]
+size = 1
+[[cache.tiers_table]]
+size = 2
+)",
+                                kFile);
+  EXPECT_EQ(c.cache.plugin, "paged");
+  EXPECT_EQ(c.cache.path, "");
+  EXPECT_EQ(c.cache.config_json,
+            R"({"at":"07:32:00","big":1e+300,"day":"1979-05-27","enable_prefix":true,)"
+            R"("eviction":{"policy":"lru","weights":{"cold":-1,"hot":2}},"kv_memory":"64MiB",)"
+            R"("mixed":[1,"a",2.5,false,[true],{"k":"v"}],"num_blocks":128,"quoted key":"x\ty",)"
+            R"("ratio":0.1,"tiers":[1,2,3],"tiers_table":[{"size":1},{"size":2}],)"
+            R"("when":"1979-05-27T07:32:00Z"})");
+}
+
+TEST(ConfigParse, ToTomlOfTheDefaults) {
+  Config c{.source_path = kFile};
+  c.model.path = "/models/m.gguf";
+  c.model.name = "m";
+  EXPECT_EQ(to_toml(c), R"([model]
+path = "/models/m.gguf"
+name = "m"
+max_model_len = 0
+
+[server]
+host = "127.0.0.1"
+port = 8080
+http_threads = 2
+max_body_bytes = 8388608
+api_key = ""
+
+[runtime]
+device = "cpu"
+threads = 0
+seed = 0
+
+[plugins]
+dirs = []
+
+[logging]
+level = "info"
+
+[attention]
+plugin = "naive"
+
+[quantization]
+plugin = "none"
+
+[scheduler]
+plugin = "fcfs"
+
+[cache]
+plugin = "contiguous"
+)");
+  EXPECT_EQ(parse_config(to_toml(c), kFile), c);
+}
+
+TEST(ConfigParse, ToTomlRoundTripsAFullConfig) {
+  const Config c = parse_config(kFull, kFile);
+  EXPECT_EQ(parse_config(to_toml(c), kFile), c);
+  // The effective config is absolute, so it reads the same from anywhere.
+  EXPECT_EQ(parse_config(to_toml(c), "/elsewhere/x.toml").model, c.model);
+}
+
+TEST(ConfigParse, ToTomlRoundTripsAwkwardValues) {
+  Config c{.source_path = kFile};
+  c.server.api_key = "quote\" backslash\\ tab\t newline\n bell\x07 del\x7f é ✓";
+  c.model.path = "/models/with space/\"q\".gguf";
+  c.model.name = "naïve model";
+  c.plugin_dirs = {"/a b", "/c\\d"};
+  c.runtime.seed = 9223372036854775807u;
+  c.scheduler.config_json =
+      R"({"a b":{"c.d":[1,-2.5,0.1,1e+300,-0.0,true,"s",{"x":[]}]},"e":{},"f":[],"g":12})";
+  c.cache_offload = PluginTable{"disk", "/lib/x.so", R"({"dir":"/tmp/kv"})"};
+  const std::string text = to_toml(c);
+  EXPECT_EQ(parse_config(text, kFile), c) << text;
+}
+
+TEST(ConfigParse, LoadsTheDefaultConfigFile) {
+  const std::string path = std::string(LOOM_SOURCE_DIR) + "/configs/default.toml";
+  const Config c = load_config(path);
+  const std::string root = std::filesystem::path(LOOM_SOURCE_DIR).lexically_normal().string();
+  EXPECT_EQ(c.source_path, path);
+  EXPECT_EQ(c.model.path, root + "/tests/data/stories260K.gguf");
+  EXPECT_EQ(c.model.name, "stories260K");
+  EXPECT_EQ(c.server.port, 8080);
+  EXPECT_EQ(c.server.max_body_bytes, 8 * 1024 * 1024);
+  EXPECT_EQ(c.runtime.device, "cpu");
+  EXPECT_EQ(c.log_level, "info");
+  EXPECT_EQ(c.attention, (PluginTable{"naive", "", "{}"}));
+  EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
+  EXPECT_EQ(c.scheduler,
+            (PluginTable{"fcfs", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":16})"}));
+  EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", R"({"block_size":16,"kv_memory":"64MiB"})"}));
+  EXPECT_FALSE(c.cache_offload.has_value());
+  EXPECT_FALSE(c.semantic_cache.has_value());
+  EXPECT_NO_THROW(check_config(c));
+  EXPECT_EQ(parse_config(to_toml(c), path), c);
+}
+
+TEST(ConfigParse, LoadConfigNamesAMissingFile) {
+  try {
+    load_config("/nonexistent/loom.toml");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "cannot read config file /nonexistent/loom.toml: No such file or directory");
+  }
+}
+
+TEST(ConfigCheck, AcceptsAValidConfigAndReportsEveryProblem) {
+  Config c{.source_path = kFile};
+  c.model.path = "/m.gguf";
+  EXPECT_NO_THROW(check_config(c));
+
+  c.model.path.clear();
+  c.model.max_model_len = -1;
+  c.server.host.clear();
+  c.server.http_threads = 0;
+  c.server.max_body_bytes = 10;
+  c.runtime.device = "tpu";
+  c.runtime.threads = -2;
+  c.runtime.seed = 9223372036854775808u;
+  c.log_level = "loud";
+  c.cache.plugin = "a/b";
+  c.scheduler.config_json = "[1]";
+  c.semantic_cache = PluginTable{"", "", "{}"};
+  try {
+    check_config(c);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/etc/loom/test.toml: model.path: required: set [model] path or pass --model\n"
+              "/etc/loom/test.toml: model.max_model_len: must be >= 0, got -1\n"
+              "/etc/loom/test.toml: server.host: must not be empty\n"
+              "/etc/loom/test.toml: server.http_threads: must be in 1..256, got 0\n"
+              "/etc/loom/test.toml: server.max_body_bytes: must be >= 1024, got 10\n"
+              "/etc/loom/test.toml: runtime.device: must be \"cpu\", \"cuda\" or \"cuda:N\", got "
+              "\"tpu\"\n"
+              "/etc/loom/test.toml: runtime.threads: must be >= 0, got -2\n"
+              "/etc/loom/test.toml: runtime.seed: must be <= 9223372036854775807, got "
+              "9223372036854775808\n"
+              "/etc/loom/test.toml: logging.level: must be one of trace, debug, info, warn, "
+              "error, off; got \"loud\"\n"
+              "/etc/loom/test.toml: scheduler: plugin config must be a JSON object, got \"[1]\"\n"
+              "/etc/loom/test.toml: cache.plugin: must be a plugin name of letters, digits, '_' "
+              "or '-', got \"a/b\"\n"
+              "/etc/loom/test.toml: semantic_cache.plugin: must be a plugin name of letters, "
+              "digits, '_' or '-', got \"\"");
+  }
+}
+
+}  // namespace
+}  // namespace loom
