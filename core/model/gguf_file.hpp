@@ -37,7 +37,29 @@ struct GgufValue {
   bool as_bool() const;
   const std::string& as_string() const;
   const GgufArray& as_array() const;
+
+  // Builders that keep type and stored alternative consistent (what GgufWriter expects).
+  static GgufValue of_uint(GgufValueType type, uint64_t v);  // kUint8/16/32/64; range-checked
+  static GgufValue of_int(GgufValueType type, int64_t v);    // kInt8/16/32/64; range-checked
+  static GgufValue of_u32(uint32_t v) { return of_uint(GgufValueType::kUint32, v); }
+  static GgufValue of_i32(int32_t v) { return of_int(GgufValueType::kInt32, v); }
+  static GgufValue of_u64(uint64_t v) { return of_uint(GgufValueType::kUint64, v); }
+  static GgufValue of_i64(int64_t v) { return of_int(GgufValueType::kInt64, v); }
+  static GgufValue of_f32(float v);
+  static GgufValue of_f64(double v);
+  static GgufValue of_bool(bool v);
+  static GgufValue of_string(std::string v);
+  // Every item must have type elem_type (checked).
+  static GgufValue of_array(GgufValueType elem_type, std::vector<GgufValue> items);
+  static GgufValue of_strings(const std::vector<std::string>& items);
+  static GgufValue of_f32s(const std::vector<float>& items);
+  static GgufValue of_i32s(const std::vector<int32_t>& items);
+
+  bool operator==(const GgufValue& other) const;
 };
+
+// "uint32", "string", "array", ... ("unknown" for a number outside the enum).
+const char* gguf_type_name(GgufValueType t);
 
 struct GgufTensorInfo {
   std::string name;
@@ -53,8 +75,13 @@ class GgufFile {
   // Opens and validates the whole file (header, metadata, tensor table, every tensor's extent).
   // Throws loom::Error("<path>: <what is wrong>") on any problem.
   static GgufFile open(const std::string& path);
+  // Same validation over an in-memory copy of a file's bytes (tests, fuzzing); `name` stands
+  // in for the path in error messages.
+  static GgufFile from_bytes(std::vector<uint8_t> bytes, const std::string& name);
   GgufFile(GgufFile&&) noexcept;
   GgufFile& operator=(GgufFile&&) noexcept;
+  GgufFile(const GgufFile&) = delete;
+  GgufFile& operator=(const GgufFile&) = delete;
   ~GgufFile();
 
   const std::string& path() const { return path_; }
@@ -84,11 +111,16 @@ class GgufFile {
   std::map<std::string, size_t> tensor_index_;
   void* map_ = nullptr;
   size_t map_size_ = 0;
+  std::vector<uint8_t> owned_;  // from_bytes() storage; tensor views point into it
+  void parse(const uint8_t* base, size_t size);
 };
 
 // Name of a ggml/loom dtype ("f32", "q4_K", ...) and its block geometry.
 const char* dtype_name(loom_dtype t);
 int64_t dtype_block_size(loom_dtype t);   // elements per block (1 for plain types); 0 if unknown
 int64_t dtype_block_bytes(loom_dtype t);  // bytes per block; 0 if unknown
+// Bytes of n_elements elements of t; throws loom::Error when t is unknown or n_elements is not a
+// whole number of blocks.
+uint64_t dtype_nbytes(loom_dtype t, int64_t n_elements);
 
 }  // namespace loom

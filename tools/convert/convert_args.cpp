@@ -1,0 +1,124 @@
+#include "tools/convert/convert_args.hpp"
+
+#include <charconv>
+
+namespace loom::convert {
+namespace {
+
+loom_dtype parse_dtype(const std::string& s) {
+  if (s == "f32") return LOOM_DTYPE_F32;
+  if (s == "f16") return LOOM_DTYPE_F16;
+  if (s == "bf16") return LOOM_DTYPE_BF16;
+  throw UsageError("--dtype '" + s + "' is not one of f32, f16, bf16");
+}
+
+template <typename T>
+T parse_number(const std::string& flag, const std::string& s) {
+  T v{};
+  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
+    throw UsageError(flag + " '" + s + "' is not a non-negative integer");
+  }
+  return v;
+}
+
+}  // namespace
+
+const char* usage_text() {
+  return R"(loom-convert: write Llama GGUF model files.
+
+Usage:
+  loom-convert --llama2c MODEL.bin --tokenizer TOK.bin -o OUT.gguf [options]
+      Convert a llama2.c legacy (v0) checkpoint and its tokenizer.bin to GGUF, laid out as
+      llama.cpp's llama-convert-llama2c-to-ggml does (arch "llama", same tensor names and
+      metadata keys). Weights are copied verbatim; the tokenizer's ' ' becomes U+2581 again.
+      Default --dtype f32; the head is tied (no output.weight) when the checkpoint shares it.
+
+  loom-convert --random (--preset NAME | --dims SPEC) --vocab-from TOKENIZER -o OUT.gguf [options]
+      Write a random-weight Llama of any shape for benchmarks. The tokenizer (and the vocab
+      size) is copied from TOKENIZER: a .gguf holding tokenizer.* metadata, or a llama2.c
+      tokenizer .bin. Matrices are uniform with standard deviation 0.02 (same seed, same file),
+      norms are 1. Tensors are generated while written, so a 16 GB file needs little RAM.
+      Default --dtype f16; output.weight is written unless --tied.
+
+Options:
+  -o, --output PATH    output file (written as PATH.tmp, then renamed)
+  --name NAME          general.name (default "llama" for --llama2c, the preset name or
+                       "random-llama" for --random)
+  --dtype T            f32 | f16 | bf16 for the weight matrices (norms always stay f32)
+  --ctx N              llama.context_length (default: llama2.c seq_len / the preset's)
+  --preset NAME        tiny | llama-125m | llama-1b | llama-8b
+                         tiny        dim 64, hidden 172, 2 layers, 8 heads, 4 kv heads, ctx 512
+                         llama-125m  dim 768, hidden 2048, 12 layers, 12 heads, 12 kv, ctx 2048
+                         llama-1b    dim 2048, hidden 8192, 16 layers, 32 heads, 8 kv, ctx 2048
+                         llama-8b    dim 4096, hidden 14336, 32 layers, 32 heads, 8 kv, ctx 8192
+  --dims SPEC          dim=..,hidden=..,layers=..,heads=..[,kv_heads=..][,ctx=..]
+                       [,rope_base=..][,eps=..]   (kv_heads defaults to heads, ctx to 2048)
+  --seed N             random seed (default 0)
+  --tied               random model: no output.weight (the head reuses token_embd)
+  -h, --help           this text
+
+Exit status: 0 done, 1 the conversion failed, 2 bad arguments.
+)";
+}
+
+Args parse_args(const std::vector<std::string>& argv) {
+  Args a;
+  bool llama2c = false, random = false, help = false;
+  auto value = [&](size_t& i) -> const std::string& {
+    if (i + 1 >= argv.size()) throw UsageError(argv[i] + " needs a value");
+    return argv[++i];
+  };
+  for (size_t i = 0; i < argv.size(); ++i) {
+    const std::string& f = argv[i];
+    if (f == "-h" || f == "--help") {
+      help = true;
+    } else if (f == "--llama2c") {
+      llama2c = true;
+      a.llama2c_model = value(i);
+    } else if (f == "--random") {
+      random = true;
+    } else if (f == "--tokenizer") {
+      a.tokenizer = value(i);
+    } else if (f == "-o" || f == "--output") {
+      a.output = value(i);
+    } else if (f == "--name") {
+      a.name = value(i);
+    } else if (f == "--dtype") {
+      a.dtype = parse_dtype(value(i));
+    } else if (f == "--ctx") {
+      a.ctx = parse_number<int64_t>(f, value(i));
+      if (a.ctx <= 0) throw UsageError("--ctx must be positive");
+    } else if (f == "--preset") {
+      a.preset = value(i);
+    } else if (f == "--dims") {
+      a.dims = value(i);
+    } else if (f == "--vocab-from") {
+      a.vocab_from = value(i);
+    } else if (f == "--seed") {
+      a.seed = parse_number<uint64_t>(f, value(i));
+    } else if (f == "--tied") {
+      a.tied = true;
+    } else {
+      throw UsageError("unknown argument '" + f + "'");
+    }
+  }
+  if (help) return a;
+  if (llama2c == random) throw UsageError("give exactly one of --llama2c MODEL.bin or --random");
+  if (a.output.empty()) throw UsageError("missing -o OUT.gguf");
+  if (llama2c) {
+    a.mode = Mode::kLlama2c;
+    if (a.tokenizer.empty()) throw UsageError("--llama2c needs --tokenizer TOK.bin");
+    if (!a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied) {
+      throw UsageError("--preset, --dims, --vocab-from and --tied only apply to --random");
+    }
+  } else {
+    a.mode = Mode::kRandom;
+    if (a.preset.empty() == a.dims.empty()) throw UsageError("--random needs exactly one of --preset NAME or --dims SPEC");
+    if (a.vocab_from.empty()) throw UsageError("--random needs --vocab-from TOKENIZER (.gguf or llama2.c .bin)");
+    if (!a.tokenizer.empty()) throw UsageError("--tokenizer only applies to --llama2c (use --vocab-from)");
+  }
+  return a;
+}
+
+}  // namespace loom::convert

@@ -1,0 +1,40 @@
+// Command line of loom-convert: parsed into one value, every mistake a UsageError (exit 2).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "loom/types.h"
+
+namespace loom::convert {
+
+struct UsageError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class Mode { kHelp, kLlama2c, kRandom };
+
+struct Args {
+  Mode mode = Mode::kHelp;
+  std::string output;
+  std::string name;                  // empty: the mode's default
+  std::optional<loom_dtype> dtype;   // empty: the mode's default
+  int64_t ctx = 0;                   // 0: from the source
+  // --llama2c
+  std::string llama2c_model;
+  std::string tokenizer;
+  // --random
+  std::string preset;
+  std::string dims;
+  std::string vocab_from;
+  uint64_t seed = 0;
+  bool tied = false;
+};
+
+Args parse_args(const std::vector<std::string>& argv);
+const char* usage_text();
+
+}  // namespace loom::convert

@@ -1,0 +1,94 @@
+// loom-convert: llama2.c checkpoints -> GGUF, and random-weight Llama GGUFs for benchmarks.
+// See usage_text() (--help) for the command line.
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "core/common/error.hpp"
+#include "core/model/gguf_file.hpp"
+#include "core/model/llama2c_checkpoint.hpp"
+#include "core/model/llama_gguf_export.hpp"
+#include "core/model/model_presets.hpp"
+#include "tools/convert/convert_args.hpp"
+
+namespace {
+
+using loom::convert::Args;
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// --vocab-from: a GGUF (by its magic) or a llama2.c tokenizer .bin.
+loom::GgufMetadata load_tokenizer_metadata(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  char magic[4] = {};
+  const bool is_gguf = f != nullptr && std::fread(magic, 1, 4, f) == 4 && std::string(magic, 4) == "GGUF";
+  if (f != nullptr) std::fclose(f);
+  if (is_gguf || ends_with(path, ".gguf")) return loom::tokenizer_metadata(loom::GgufFile::open(path));
+  return loom::tokenizer_metadata(loom::Llama2cTokenizer::read(path));
+}
+
+void run_llama2c(const Args& a) {
+  const auto ck = loom::Llama2cCheckpoint::open(a.llama2c_model);
+  const auto tok = loom::Llama2cTokenizer::read(a.tokenizer, ck.config().vocab_size);
+  loom::Llama2cConvertOptions opts;
+  if (!a.name.empty()) opts.name = a.name;
+  opts.dtype = a.dtype.value_or(LOOM_DTYPE_F32);
+  opts.context_length = a.ctx;
+  const auto& c = ck.config();
+  std::fprintf(stderr, "loom-convert: %s: dim %d, hidden %d, layers %d, heads %d/%d, vocab %d, seq_len %d, %s head\n",
+               a.llama2c_model.c_str(), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
+               c.seq_len, c.shared_classifier ? "tied" : "separate");
+  const loom::GgufWriter w = loom::llama2c_to_gguf(ck, tok, opts);
+  w.write(a.output);
+  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, %s)\n", a.output.c_str(), w.tensor_count(),
+               loom::dtype_name(opts.dtype));
+}
+
+void run_random(const Args& a) {
+  loom::RandomLlamaOptions opts;
+  opts.shape = a.preset.empty() ? loom::parse_llama_dims(a.dims) : loom::llama_preset(a.preset);
+  if (a.ctx > 0) opts.shape.context_length = a.ctx;
+  opts.shape.tied_output = a.tied;
+  opts.dtype = a.dtype.value_or(LOOM_DTYPE_F16);
+  opts.seed = a.seed;
+  opts.name = !a.name.empty() ? a.name : !a.preset.empty() ? a.preset : "random-llama";
+  const loom::GgufMetadata tokenizer = load_tokenizer_metadata(a.vocab_from);
+  const loom::GgufWriter w = loom::random_llama_gguf(opts, tokenizer);
+  const auto t0 = std::chrono::steady_clock::now();
+  w.write(a.output);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, %s, vocab %lld) in %.1f s\n", a.output.c_str(),
+               w.tensor_count(), loom::dtype_name(opts.dtype),
+               static_cast<long long>(loom::tokenizer_vocab_size(tokenizer)), secs);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args args;
+  try {
+    args = loom::convert::parse_args(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const loom::convert::UsageError& e) {
+    std::fprintf(stderr, "loom-convert: %s (see --help)\n", e.what());
+    return 2;
+  }
+  try {
+    switch (args.mode) {
+      case loom::convert::Mode::kHelp: std::fputs(loom::convert::usage_text(), stdout); return 0;
+      case loom::convert::Mode::kLlama2c: run_llama2c(args); return 0;
+      case loom::convert::Mode::kRandom: run_random(args); return 0;
+    }
+  } catch (const loom::Error& e) {
+    // --dims/--preset mistakes surface here as loom::Error too: they are usage errors.
+    const std::string msg = e.what();
+    std::fprintf(stderr, "loom-convert: %s\n", msg.c_str());
+    return msg.rfind("--dims", 0) == 0 || msg.rfind("unknown model preset", 0) == 0 || msg.rfind("model shape", 0) == 0 ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "loom-convert: %s\n", e.what());
+    return 1;
+  }
+  return 1;
+}
