@@ -1,0 +1,236 @@
+// Per-kind glue for sdk.hpp: for each kind, its identity (KindTraits) and a generator that turns
+// a plain C++ class into the kind's C vtable (static trampolines, each run inside
+// detail::guarded). A class method takes the C function's arguments minus `self` and `err`, and
+// returns loom_status or void. Members marked (optional) in the C header stay NULL unless the
+// class defines them.
+#pragma once
+
+#include "loom/attention.h"
+#include "loom/cache.h"
+#include "loom/cache_offload.h"
+#include "loom/quantization.h"
+#include "loom/scheduler.h"
+#include "loom/sdk_core.hpp"
+#include "loom/semantic_cache.h"
+
+namespace loom::sdk {
+
+// KindTraits<Vtable>: kind enum, interface version and create-args type (void: none).
+template <class Vtable>
+struct KindTraits;
+
+template <>
+struct KindTraits<loom_attention_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_ATTENTION;
+  static constexpr uint32_t kMajor = LOOM_ATTENTION_IFACE_MAJOR,
+                            kMinor = LOOM_ATTENTION_IFACE_MINOR;
+  using CreateArgs = loom_attention_create_args;
+};
+template <>
+struct KindTraits<loom_quantization_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_QUANTIZATION;
+  static constexpr uint32_t kMajor = LOOM_QUANTIZATION_IFACE_MAJOR;
+  static constexpr uint32_t kMinor = LOOM_QUANTIZATION_IFACE_MINOR;
+  using CreateArgs = loom_quantization_create_args;
+};
+template <>
+struct KindTraits<loom_scheduler_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_SCHEDULER;
+  static constexpr uint32_t kMajor = LOOM_SCHEDULER_IFACE_MAJOR,
+                            kMinor = LOOM_SCHEDULER_IFACE_MINOR;
+  using CreateArgs = loom_scheduler_create_args;
+};
+template <>
+struct KindTraits<loom_cache_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_CACHE;
+  static constexpr uint32_t kMajor = LOOM_CACHE_IFACE_MAJOR, kMinor = LOOM_CACHE_IFACE_MINOR;
+  using CreateArgs = loom_cache_create_args;
+};
+template <>
+struct KindTraits<loom_cache_offload_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_CACHE_OFFLOAD;
+  static constexpr uint32_t kMajor = LOOM_CACHE_OFFLOAD_IFACE_MAJOR;
+  static constexpr uint32_t kMinor = LOOM_CACHE_OFFLOAD_IFACE_MINOR;
+  using CreateArgs = loom_cache_offload_create_args;
+};
+template <>
+struct KindTraits<loom_semantic_cache_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_SEMANTIC_CACHE;
+  static constexpr uint32_t kMajor = LOOM_SEMANTIC_CACHE_IFACE_MAJOR;
+  static constexpr uint32_t kMinor = LOOM_SEMANTIC_CACHE_IFACE_MINOR;
+  using CreateArgs = void;
+};
+
+// VtableFor<Vtable, T>::kTable is the static vtable for class T.
+template <class Vtable, class T>
+struct VtableFor;
+
+namespace detail {
+// Whether t.method(args...) is well-formed, for optional members.
+template <class T>
+concept HasMatchPrefix = requires(T& t, const loom_request_view* r, int32_t* n) {
+  t.match_prefix(r, n);
+};
+template <class T>
+concept HasCommit = requires(T& t, const loom_request_view* r) {
+  t.commit(r);
+};
+}  // namespace detail
+
+template <class T>
+struct VtableFor<loom_attention_vtable, T> {
+  static loom_status forward(void* s, const loom_attention_batch* batch, const loom_tensor_view* q,
+                             const loom_tensor_view* k, const loom_tensor_view* v,
+                             loom_tensor_view* k_cache, loom_tensor_view* v_cache,
+                             loom_tensor_view* out, loom_error_buf* err) noexcept {
+    return detail::guarded(
+        err, [&] { return detail::self_as<T>(s).forward(batch, q, k, v, k_cache, v_cache, out); });
+  }
+  static constexpr loom_attention_vtable kTable = {sizeof(loom_attention_vtable), &forward};
+};
+
+template <class T>
+struct VtableFor<loom_quantization_vtable, T> {
+  static loom_status supports(void* s, loom_dtype dtype, int32_t* ok,
+                              loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).supports(dtype, ok); });
+  }
+  static loom_status prepare_weight(void* s, const loom_tensor_view* weight, void** handle,
+                                    loom_error_buf* err) noexcept {
+    return detail::guarded(err,
+                           [&] { return detail::self_as<T>(s).prepare_weight(weight, handle); });
+  }
+  static loom_status linear(void* s, void* handle, const loom_tensor_view* x, loom_tensor_view* y,
+                            loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).linear(handle, x, y); });
+  }
+  static void release_weight(void* s, void* handle) noexcept {
+    // Cannot report: a release that throws is swallowed (and must not leak by design).
+    (void)detail::guarded(nullptr, [&] { detail::self_as<T>(s).release_weight(handle); });
+  }
+  static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
+                                                      &prepare_weight, &linear, &release_weight};
+};
+
+template <class T>
+struct VtableFor<loom_scheduler_vtable, T> {
+  static loom_status add_request(void* s, const loom_request_view* req,
+                                 loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).add_request(req); });
+  }
+  static loom_status remove_request(void* s, uint64_t id, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).remove_request(id); });
+  }
+  static loom_status schedule(void* s, const loom_sched_context* ctx, loom_sched_output* out,
+                              loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).schedule(ctx, out); });
+  }
+  static loom_status stats(void* s, loom_sched_stats* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).stats(out); });
+  }
+  static constexpr loom_scheduler_vtable kTable = {sizeof(loom_scheduler_vtable), &add_request,
+                                                   &remove_request, &schedule, &stats};
+};
+
+template <class T>
+struct VtableFor<loom_cache_vtable, T> {
+  using Req = const loom_request_view*;
+  static loom_status layout(void* s, loom_cache_layout* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).layout(out); });
+  }
+  static loom_status fits(void* s, int32_t max_total, int32_t* ok, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).fits(max_total, ok); });
+  }
+  static loom_status match_prefix(void* s, Req req, int32_t* n, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).match_prefix(req, n); });
+  }
+  static loom_status can_allocate(void* s, Req req, int32_t n, int32_t* ok,
+                                  loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).can_allocate(req, n, ok); });
+  }
+  static loom_status allocate(void* s, Req req, int32_t n, int32_t* cached,
+                              loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).allocate(req, n, cached); });
+  }
+  static loom_status append(void* s, Req req, int32_t n, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).append(req, n); });
+  }
+  static loom_status commit(void* s, Req req, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).commit(req); });
+  }
+  static loom_status free(void* s, uint64_t id, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).free(id); });
+  }
+  static loom_status block_table(void* s, uint64_t id, loom_block_list* out,
+                                 loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).block_table(id, out); });
+  }
+  static loom_status usage(void* s, loom_cache_usage* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).usage(out); });
+  }
+  // Optional members: only referenced (and so only instantiated) when the class has them.
+  static constexpr decltype(loom_cache_vtable::match_prefix) match_prefix_or_null() {
+    if constexpr (detail::HasMatchPrefix<T>)
+      return &match_prefix;
+    else
+      return nullptr;
+  }
+  static constexpr decltype(loom_cache_vtable::commit) commit_or_null() {
+    if constexpr (detail::HasCommit<T>)
+      return &commit;
+    else
+      return nullptr;
+  }
+  static const loom_cache_vtable kTable;  // defined below: it calls the functions above
+};
+
+template <class T>
+const loom_cache_vtable VtableFor<loom_cache_vtable, T>::kTable = {sizeof(loom_cache_vtable),
+                                                                   &layout,
+                                                                   &fits,
+                                                                   match_prefix_or_null(),
+                                                                   &can_allocate,
+                                                                   &allocate,
+                                                                   &append,
+                                                                   commit_or_null(),
+                                                                   &free,
+                                                                   &block_table,
+                                                                   &usage};
+
+template <class T>
+struct VtableFor<loom_cache_offload_vtable, T> {
+  static loom_status save(void* s, uint64_t key, int32_t block, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).save(key, block); });
+  }
+  static loom_status load(void* s, uint64_t key, int32_t block, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).load(key, block); });
+  }
+  static loom_status contains(void* s, uint64_t key, int32_t* present,
+                              loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).contains(key, present); });
+  }
+  static loom_status drop(void* s, uint64_t key, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).drop(key); });
+  }
+  static loom_status usage(void* s, loom_cache_offload_usage* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).usage(out); });
+  }
+  static constexpr loom_cache_offload_vtable kTable = {
+      sizeof(loom_cache_offload_vtable), &save, &load, &contains, &drop, &usage};
+};
+
+template <class T>
+struct VtableFor<loom_semantic_cache_vtable, T> {
+  static loom_status lookup(void* s, const loom_semantic_query* query, int32_t* hit,
+                            loom_semantic_answer* answer, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).lookup(query, hit, answer); });
+  }
+  static loom_status store(void* s, const loom_semantic_query* query,
+                           const loom_semantic_answer* answer, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).store(query, answer); });
+  }
+  static constexpr loom_semantic_cache_vtable kTable = {sizeof(loom_semantic_cache_vtable), &lookup,
+                                                        &store};
+};
+
+}  // namespace loom::sdk

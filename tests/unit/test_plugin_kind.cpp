@@ -1,0 +1,151 @@
+// Kind names both ways, and the loader's search: file names, search order, listings and the
+// refusal lines for missing or unloadable files (no real plugin needed).
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/common/error.hpp"
+#include "core/plugin/plugin_kind.hpp"
+#include "core/plugin/plugin_loader.hpp"
+
+namespace loom {
+namespace {
+namespace fs = std::filesystem;
+
+TEST(PluginKind, NamesBothWays) {
+  const std::vector<std::pair<loom_plugin_kind, std::string>> expected = {
+      {LOOM_KIND_ATTENTION, "attention"},         {LOOM_KIND_QUANTIZATION, "quantization"},
+      {LOOM_KIND_SCHEDULER, "scheduler"},         {LOOM_KIND_CACHE, "cache"},
+      {LOOM_KIND_CACHE_OFFLOAD, "cache_offload"}, {LOOM_KIND_SEMANTIC_CACHE, "semantic_cache"}};
+  ASSERT_EQ(all_kinds().size(), expected.size());
+  for (const auto& [kind, name] : expected) {
+    EXPECT_EQ(kind_name(kind), name);
+    EXPECT_EQ(parse_kind(name), kind);
+    EXPECT_EQ(find_kind(name), kind);
+  }
+  EXPECT_EQ(kind_name(static_cast<loom_plugin_kind>(99)), "unknown(99)");
+  EXPECT_EQ(find_kind("Scheduler"), std::nullopt);
+}
+
+TEST(PluginKind, UnknownNameListsTheValidOnes) {
+  try {
+    parse_kind("schedular");
+    FAIL() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "unknown plugin kind 'schedular' (valid: attention, quantization, scheduler, "
+                 "cache, cache_offload, semantic_cache)");
+  }
+}
+
+TEST(PluginKind, HostSizesAndVersions) {
+  const KindInfo& info = kind_info(LOOM_KIND_CACHE);
+  EXPECT_EQ(info.vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(info.iface_major, static_cast<uint32_t>(LOOM_CACHE_IFACE_MAJOR));
+  EXPECT_EQ(info.iface_minor, static_cast<uint32_t>(LOOM_CACHE_IFACE_MINOR));
+  EXPECT_THROW(kind_info(static_cast<loom_plugin_kind>(0)), Error);
+}
+
+// A scratch directory with empty files standing in for plugins.
+class LoaderDirs : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::temp_directory_path() /
+            ("loom_test_plugin_kind_" +
+             std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "a");
+    fs::create_directories(root_ / "b");
+    touch(root_ / "a" / "libloom-cache-paged.so");
+    touch(root_ / "b" / "libloom-cache-radix.so");
+    touch(root_ / "b" / "libloom-cache-paged.so");
+    touch(root_ / "b" / "libloom-cache_offload-host.so");  // another kind: not a cache
+    touch(root_ / "b" / "libloom-cache-.so");              // no name: ignored
+    touch(root_ / "b" / "README.txt");
+  }
+  void TearDown() override { fs::remove_all(root_); }
+  static void touch(const fs::path& p) { std::ofstream(p) << "not an ELF file"; }
+  std::string dir(const char* sub) const { return (root_ / sub).string(); }
+
+  fs::path root_;
+};
+
+TEST_F(LoaderDirs, SearchOrderIsConfigDirsThenExecutableDir) {
+  PluginLoader loader({dir("a"), dir("b"), dir("a")});
+  const auto& dirs = loader.search_dirs();
+  ASSERT_EQ(dirs.size(), 3u);  // the duplicate is dropped
+  EXPECT_EQ(dirs[0], fs::path(dir("a")));
+  EXPECT_EQ(dirs[1], fs::path(dir("b")));
+  EXPECT_EQ(dirs[2], executable_dir());
+  EXPECT_EQ(PluginLoader::file_name(LOOM_KIND_CACHE_OFFLOAD, "disk"),
+            "libloom-cache_offload-disk.so");
+}
+
+TEST_F(LoaderDirs, AvailableNamesAndVariants) {
+  PluginLoader loader({dir("a"), dir("b")});
+  EXPECT_EQ(loader.available(LOOM_KIND_CACHE), (std::vector<std::string>{"paged", "radix"}));
+  EXPECT_EQ(loader.available(LOOM_KIND_CACHE_OFFLOAD), (std::vector<std::string>{"host"}));
+  PluginSpec spec{LOOM_KIND_CACHE, "paged", "", "{}"};
+  const auto found = loader.locate(spec);
+  ASSERT_EQ(found.size(), 2u);  // one per dir, in search order
+  EXPECT_EQ(found[0], root_ / "a" / "libloom-cache-paged.so");
+  EXPECT_EQ(found[1], root_ / "b" / "libloom-cache-paged.so");
+}
+
+TEST_F(LoaderDirs, MissingNameListsEveryPathAndTheAvailableNames) {
+  PluginLoader loader({dir("a"), dir("b")});
+  try {
+    loader.locate(PluginSpec{LOOM_KIND_CACHE, "radixx", "", "{}"});
+    FAIL() << "found";
+  } catch (const Error& e) {
+    const std::string exe = (executable_dir() / "libloom-cache-radixx.so").string();
+    EXPECT_EQ(std::string(e.what()),
+              "plugin cache 'radixx' (libloom-cache-radixx.so): not found; searched " + dir("a") +
+                  "/libloom-cache-radixx.so, " + dir("b") + "/libloom-cache-radixx.so, " + exe +
+                  "; available cache plugins: paged, radix");
+    EXPECT_EQ(e.code(), LOOM_ERR_NOT_FOUND);
+  }
+}
+
+TEST_F(LoaderDirs, NotAnElfFileIsRefusedWithTheLoadersReason) {
+  PluginLoader loader({dir("a")});
+  const auto file = root_ / "a" / "libloom-cache-paged.so";
+  try {
+    loader.open(LOOM_KIND_CACHE, "paged", file);
+    FAIL() << "loaded";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("plugin cache 'paged' (" + file.string() + "): cannot load: ", 0), 0u) << m;
+    // dlopen's own words, not a generic code
+    EXPECT_TRUE(m.find("file too short") != std::string::npos ||
+                m.find("invalid ELF header") != std::string::npos)
+        << m;
+  }
+}
+
+TEST_F(LoaderDirs, ExplicitPath) {
+  PluginLoader loader({});
+  const std::string file = dir("b") + "/libloom-cache-radix.so";
+  EXPECT_EQ(loader.locate(PluginSpec{LOOM_KIND_CACHE, "radix", file, "{}"}),
+            (std::vector<fs::path>{file}));
+  try {
+    loader.locate(PluginSpec{LOOM_KIND_CACHE, "radix", file + ".missing", "{}"});
+    FAIL() << "found";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "plugin cache 'radix' (" + file + ".missing): file not found");
+  }
+}
+
+TEST(PluginRefusal, IsOneLine) {
+  EXPECT_EQ(plugin_refusal(LOOM_KIND_ATTENTION, "naive", "/x/libloom-attention-naive.so",
+                           "create failed: line one\nline two"),
+            "plugin attention 'naive' (/x/libloom-attention-naive.so): create failed: line one "
+            "line two");
+}
+
+}  // namespace
+}  // namespace loom
