@@ -41,14 +41,8 @@ std::vector<std::string> default_config_candidates(const std::string& exe_dir) {
   };
 }
 
-std::string executable_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::current_path().string() : exe.parent_path().string();
-}
-
 CliOptions parse_cli(int argc, char** argv) {
-  return parse_cli(argc, argv, default_config_candidates(executable_dir()));
+  return parse_cli(argc, argv, default_config_candidates(executable_dir().string()));
 }
 
 CliOptions parse_cli(int argc, char** argv, const std::vector<std::string>& default_configs) {

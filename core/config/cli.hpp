@@ -1,6 +1,8 @@
 // loom-server's command line: a config file plus overrides of the most common settings.
 #pragma once
 
+#include "core/common/executable_dir.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,8 +39,6 @@ CliOptions parse_cli(int argc, char** argv);
 // <repo>/<build>/bin), ../share/loom/configs (an install prefix).
 std::vector<std::string> default_config_candidates(const std::string& exe_dir);
 
-// The directory of the running executable (/proc/self/exe).
-std::string executable_dir();
 
 std::string cli_usage();
 

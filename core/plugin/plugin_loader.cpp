@@ -58,12 +58,6 @@ std::string plugin_refusal(loom_plugin_kind kind, std::string_view name, std::st
   return line;
 }
 
-fs::path executable_dir() {
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? fs::path() : exe.parent_path();
-}
-
 PluginLoader::PluginLoader(const std::vector<std::string>& dirs) {
   auto add = [this](const fs::path& dir) {
     if (dir.empty()) return;

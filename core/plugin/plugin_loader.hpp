@@ -2,6 +2,8 @@
 // one line, `plugin <kind> '<name>' (<file>): <reason>`, thrown as loom::Error.
 #pragma once
 
+#include "core/common/executable_dir.hpp"
+
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -25,8 +27,6 @@ struct OpenedPlugin {
 std::string plugin_refusal(loom_plugin_kind kind, std::string_view name, std::string_view file,
                            std::string_view reason);
 
-// The directory of the running executable (from /proc/self/exe); empty if unknown.
-std::filesystem::path executable_dir();
 
 class PluginLoader {
  public:

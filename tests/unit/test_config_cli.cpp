@@ -214,7 +214,7 @@ TEST(ConfigCli, FindsTheRepositoryDefaultFromABuildTree) {
   // <repo>/<build>/bin/test_config_cli -> <repo>/configs/default.toml, when the build directory
   // sits in the repository (as build-*/ does); elsewhere there is nothing to find.
   bool any = false;
-  for (const std::string& c : default_config_candidates(executable_dir())) {
+  for (const std::string& c : default_config_candidates(executable_dir().string())) {
     any = any || fs::is_regular_file(c);
   }
   if (!any) GTEST_SKIP() << "build directory is outside the source tree";

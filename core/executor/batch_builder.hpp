@@ -1,0 +1,59 @@
+// Packs the scheduled tokens of every sequence of a step into one flat, unpadded batch.
+//
+// Region map over the token axis (num_tokens = sum of every sequence's new tokens):
+//   [query_start[0] = 0, query_start[1])   -> sequence 0's new tokens
+//   [query_start[1],     query_start[2])   -> sequence 1's new tokens, ...
+// A prefill chunk and a decode token differ only in how many tokens a sequence contributes.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "loom/types.h"
+
+namespace loom {
+
+// One sequence's share of a step.
+struct SeqSchedule {
+  std::span<const int32_t> token_ids;    // tokens to compute this step
+  int32_t start_pos = 0;                 // position of token_ids[0] (= num_computed_tokens)
+  std::span<const int32_t> block_table;  // the sequence's KV block ids, in position order
+  bool need_logits = false;              // logits of the last token are wanted (sampling)
+};
+
+// The flat batch. Owned vectors, reused across steps: no allocation once warmed up.
+struct BuiltBatch {
+  std::vector<int32_t> token_ids;       // [num_tokens]
+  std::vector<int32_t> positions;       // [num_tokens]
+  std::vector<int32_t> query_start;     // [num_seqs + 1]
+  std::vector<int32_t> seq_lens;        // [num_seqs] context length after this step
+  std::vector<int32_t> slot_mapping;    // [num_tokens] block_id * block_size + offset
+  std::vector<int32_t> block_tables;    // [num_seqs, max_blocks_per_seq], padded with -1
+  std::vector<int32_t> logits_indices;  // [n_logits] token indices whose logits are wanted, in order
+  int32_t max_blocks_per_seq = 0;
+  int32_t block_size = 0;
+
+  int32_t num_tokens() const { return static_cast<int32_t>(token_ids.size()); }
+  int32_t num_seqs() const { return static_cast<int32_t>(seq_lens.size()); }
+  int32_t num_logits() const { return static_cast<int32_t>(logits_indices.size()); }
+  // The batch as attention sees it; points into this object's vectors (valid while it lives
+  // and is not rebuilt).
+  loom_attention_batch attention() const;
+};
+
+class BatchBuilder {
+ public:
+  explicit BatchBuilder(int32_t block_size);
+
+  // Rebuilds `out` from the sequences of a step. Throws loom::Error naming the sequence when one
+  // has no tokens, a negative start position, or a block table too short for its positions.
+  void build(std::span<const SeqSchedule> seqs, BuiltBatch& out) const;
+
+  int32_t block_size() const { return block_size_; }
+
+ private:
+  int32_t block_size_;
+};
+
+}  // namespace loom

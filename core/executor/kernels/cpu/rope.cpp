@@ -1,0 +1,50 @@
+#include "core/executor/kernels/cpu/rope.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "core/common/error.hpp"
+#include "core/executor/kernels/cpu/parallel.hpp"
+
+namespace loom::cpu {
+namespace {
+constexpr int32_t kMaxPairs = 512;  // rope_dim <= 1024: the per-token angle table lives on the stack
+}
+
+RotaryEmbedding::RotaryEmbedding(int32_t head_dim, int32_t rope_dim, float freq_base)
+    : head_dim_(head_dim), rope_dim_(rope_dim) {
+  if (rope_dim <= 0 || rope_dim % 2 != 0 || rope_dim > head_dim || rope_dim / 2 > kMaxPairs)
+    throw Error("rope: rope_dim " + std::to_string(rope_dim) + " must be even, positive, at most head_dim " +
+                std::to_string(head_dim) + " and at most " + std::to_string(2 * kMaxPairs));
+  if (!(freq_base > 0.0f)) throw Error("rope: freq_base " + std::to_string(freq_base) + " must be positive");
+  inv_freq_.resize(static_cast<size_t>(rope_dim / 2));
+  for (int32_t i = 0; i < rope_dim / 2; ++i)
+    inv_freq_[static_cast<size_t>(i)] = std::pow(static_cast<double>(freq_base), -2.0 * i / rope_dim);
+}
+
+void RotaryEmbedding::apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t token_stride,
+                            const int32_t* positions, ThreadPool* pool) const {
+  const int32_t n_pairs = rope_dim_ / 2;
+  parallel_rows(pool, n_tokens, n_heads * rope_dim_ * 2 + n_pairs * 40, [&](int64_t begin, int64_t end) {
+    float cos_t[kMaxPairs];
+    float sin_t[kMaxPairs];
+    for (int64_t t = begin; t < end; ++t) {
+      const double pos = positions[t];
+      for (int32_t i = 0; i < n_pairs; ++i) {
+        const double angle = pos * inv_freq_[static_cast<size_t>(i)];
+        cos_t[i] = static_cast<float>(std::cos(angle));
+        sin_t[i] = static_cast<float>(std::sin(angle));
+      }
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* xh = x + t * token_stride + h * head_dim_;
+        for (int32_t i = 0; i < n_pairs; ++i) {
+          const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
+          xh[2 * i] = x0 * cos_t[i] - x1 * sin_t[i];
+          xh[2 * i + 1] = x0 * sin_t[i] + x1 * cos_t[i];
+        }
+      }
+    }
+  });
+}
+
+}  // namespace loom::cpu

@@ -1,0 +1,33 @@
+// Rotary position embedding, GGUF llama layout: within each head, adjacent pairs
+// (x[2i], x[2i+1]) are rotated by theta = pos * base^(-2i / rope_dim), for 2i < rope_dim;
+// dimensions from rope_dim on are left as they are.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/common/thread_pool.hpp"
+
+namespace loom::cpu {
+
+class RotaryEmbedding {
+ public:
+  // rope_dim: rotated dimensions per head (even, <= head_dim); freq_base: usually 10000.
+  RotaryEmbedding(int32_t head_dim, int32_t rope_dim, float freq_base);
+
+  // Rotates x in place. x: [n_tokens, n_heads, head_dim], token stride token_stride (elements),
+  // heads contiguous; positions: [n_tokens]. Angles are computed in double, per token, so a
+  // token's result depends only on its own values and position.
+  void apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t token_stride, const int32_t* positions,
+             ThreadPool* pool) const;
+
+  int32_t head_dim() const { return head_dim_; }
+  int32_t rope_dim() const { return rope_dim_; }
+
+ private:
+  int32_t head_dim_;
+  int32_t rope_dim_;
+  std::vector<double> inv_freq_;  // [rope_dim / 2] base^(-2i / rope_dim)
+};
+
+}  // namespace loom::cpu

@@ -1,0 +1,13 @@
+// SwiGLU's elementwise half: out = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+#pragma once
+
+#include <cstdint>
+
+#include "core/common/thread_pool.hpp"
+
+namespace loom::cpu {
+
+// gate, up, out: [n] (out may alias gate or up).
+void silu_mul(const float* gate, const float* up, float* out, int64_t n, ThreadPool* pool);
+
+}  // namespace loom::cpu

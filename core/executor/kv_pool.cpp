@@ -1,0 +1,72 @@
+#include "core/executor/kv_pool.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "core/common/error.hpp"
+
+namespace loom {
+namespace {
+constexpr size_t kAlignment = 64;  // one cache line: a block never shares a line with another's tail
+}
+
+void KvPool::FreeDeleter::operator()(void* p) const { std::free(p); }
+
+int64_t KvPool::element_size(loom_dtype dtype) {
+  switch (dtype) {
+    case LOOM_DTYPE_F32: return 4;
+    case LOOM_DTYPE_F16:
+    case LOOM_DTYPE_BF16: return 2;
+    case LOOM_DTYPE_I8:
+    case LOOM_DTYPE_U8:
+    case LOOM_DTYPE_FP8_E4M3: return 1;
+    default: return 0;
+  }
+}
+
+int64_t KvPool::bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, loom_dtype dtype) {
+  return 2 * static_cast<int64_t>(n_layers) * n_kv_heads * head_dim * element_size(dtype);
+}
+
+KvPool::KvPool(const KvPoolShape& shape) : shape_(shape) {
+  if (shape.n_layers <= 0 || shape.num_blocks <= 0 || shape.block_size <= 0 || shape.n_kv_heads <= 0 ||
+      shape.head_dim <= 0)
+    throw Error("kv pool: every dimension must be positive (layers " + std::to_string(shape.n_layers) + ", blocks " +
+                std::to_string(shape.num_blocks) + ", block_size " + std::to_string(shape.block_size) +
+                ", kv heads " + std::to_string(shape.n_kv_heads) + ", head_dim " + std::to_string(shape.head_dim) + ")");
+  const int64_t esize = element_size(shape.dtype);
+  if (esize == 0) throw Error("kv pool: dtype " + std::to_string(shape.dtype) + " has no fixed element size");
+  const int64_t elems = static_cast<int64_t>(shape.num_blocks) * shape.block_size * shape.n_kv_heads * shape.head_dim;
+  const int64_t layer_bytes =
+      (elems * esize + static_cast<int64_t>(kAlignment) - 1) / static_cast<int64_t>(kAlignment) * static_cast<int64_t>(kAlignment);
+  bytes_ = 2 * layer_bytes * shape.n_layers;
+  void* mem = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes_));
+  if (mem == nullptr)
+    throw Error("kv pool: cannot allocate " + std::to_string(bytes_) + " bytes", LOOM_ERR_OUT_OF_MEMORY);
+  std::memset(mem, 0, static_cast<size_t>(bytes_));
+  memory_.reset(mem);
+
+  auto make_view = [&](int64_t offset) {
+    loom_tensor_view v{};
+    v.data = static_cast<char*>(mem) + offset;
+    v.dtype = shape.dtype;
+    v.ndim = 4;
+    v.shape[0] = shape.num_blocks;
+    v.shape[1] = shape.block_size;
+    v.shape[2] = shape.n_kv_heads;
+    v.shape[3] = shape.head_dim;
+    v.strides[3] = 1;
+    v.strides[2] = shape.head_dim;
+    v.strides[1] = static_cast<int64_t>(shape.n_kv_heads) * shape.head_dim;
+    v.strides[0] = static_cast<int64_t>(shape.block_size) * v.strides[1];
+    v.device = loom_device{LOOM_DEVICE_CPU, 0};
+    return v;
+  };
+  for (int32_t l = 0; l < shape.n_layers; ++l) {
+    k_views_.push_back(make_view((2 * l) * layer_bytes));
+    v_views_.push_back(make_view((2 * l + 1) * layer_bytes));
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,144 @@
+#include "core/executor/llama_model.hpp"
+
+#include <string>
+
+#include "core/common/error.hpp"
+
+namespace loom {
+namespace {
+
+std::string supported_list() {
+  std::string s;
+  for (const char* a : kSupportedArchitectures) s += (s.empty() ? "" : ", ") + std::string(a);
+  return s;
+}
+
+int32_t positive_int(const GgufFile& file, const std::string& key, int64_t value) {
+  if (value <= 0 || value > INT32_MAX)
+    throw Error(file.path() + ": " + key + " = " + std::to_string(value) + " must be a positive 32-bit integer");
+  return static_cast<int32_t>(value);
+}
+
+int32_t required_int(const GgufFile& file, const std::string& key) {
+  const GgufValue* v = file.find(key);
+  if (v == nullptr) throw Error(file.path() + ": metadata key " + key + " is missing");
+  return positive_int(file, key, v->as_int());
+}
+
+std::string shape_str(const std::vector<int64_t>& s) {
+  std::string out = "[";
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + "]";
+}
+
+// The tensor `name` with Loom shape `shape` (outermost first).
+loom_tensor_view expect(const GgufFile& file, const std::string& name, const std::vector<int64_t>& shape) {
+  const GgufTensorInfo* info = file.find_tensor(name);
+  if (info == nullptr) throw Error(file.path() + ": tensor " + name + " is missing");
+  std::vector<int64_t> have(info->dims.rbegin(), info->dims.rend());  // outermost first
+  while (have.size() > shape.size() && have.front() == 1) have.erase(have.begin());
+  if (have != shape)
+    throw Error(file.path() + ": tensor " + name + " has shape " + shape_str(have) + ", expected " + shape_str(shape) +
+                " from the model's hyperparameters");
+  return gguf_tensor_view(*info);
+}
+
+}  // namespace
+
+loom_tensor_view gguf_tensor_view(const GgufTensorInfo& info) {
+  if (info.dims.empty() || info.dims.size() > LOOM_MAX_DIMS)
+    throw Error("tensor " + info.name + " has " + std::to_string(info.dims.size()) + " dims");
+  loom_tensor_view v{};
+  v.data = const_cast<void*>(info.data);  // read-only mapping; consumers never write weights
+  v.dtype = info.dtype;
+  v.ndim = static_cast<int32_t>(info.dims.size());
+  v.device = loom_device{LOOM_DEVICE_CPU, 0};
+  for (int32_t d = 0; d < LOOM_MAX_DIMS; ++d) {
+    v.shape[d] = 1;
+    v.strides[d] = 1;
+  }
+  for (int32_t d = 0; d < v.ndim; ++d) v.shape[d] = info.dims[info.dims.size() - 1 - static_cast<size_t>(d)];
+  for (int32_t d = v.ndim - 2; d >= 0; --d) v.strides[d] = v.strides[d + 1] * v.shape[d + 1];
+  return v;
+}
+
+LlamaHparams read_llama_hparams(const GgufFile& file) {
+  LlamaHparams hp;
+  hp.architecture = file.get_string("general.architecture", "");
+  bool supported = false;
+  for (const char* a : kSupportedArchitectures) supported = supported || hp.architecture == a;
+  if (!supported)
+    throw Error(file.path() + ": general.architecture \"" + hp.architecture + "\" is not supported (supported: " +
+                supported_list() + ")", LOOM_ERR_UNSUPPORTED);
+  const std::string a = hp.architecture + ".";
+  hp.dim = required_int(file, a + "embedding_length");
+  hp.n_layers = required_int(file, a + "block_count");
+  hp.ffn_dim = required_int(file, a + "feed_forward_length");
+  hp.n_heads = required_int(file, a + "attention.head_count");
+  hp.n_kv_heads = positive_int(file, a + "attention.head_count_kv", file.get_int(a + "attention.head_count_kv", hp.n_heads));
+  hp.context_length = required_int(file, a + "context_length");
+  if (hp.dim % hp.n_heads != 0)
+    throw Error(file.path() + ": " + a + "embedding_length " + std::to_string(hp.dim) + " is not a multiple of " + a +
+                "attention.head_count " + std::to_string(hp.n_heads));
+  if (hp.n_heads % hp.n_kv_heads != 0)
+    throw Error(file.path() + ": " + a + "attention.head_count " + std::to_string(hp.n_heads) + " is not a multiple of " +
+                a + "attention.head_count_kv " + std::to_string(hp.n_kv_heads));
+  hp.head_dim = hp.dim / hp.n_heads;
+  for (const char* key : {"attention.key_length", "attention.value_length"}) {
+    const int64_t len = file.get_int(a + key, hp.head_dim);
+    if (len != hp.head_dim)
+      throw Error(file.path() + ": " + a + key + " = " + std::to_string(len) + " differs from embedding_length / head_count = " +
+                  std::to_string(hp.head_dim) + "; not supported", LOOM_ERR_UNSUPPORTED);
+  }
+  hp.rope_dim = positive_int(file, a + "rope.dimension_count", file.get_int(a + "rope.dimension_count", hp.head_dim));
+  if (hp.rope_dim > hp.head_dim || hp.rope_dim % 2 != 0)
+    throw Error(file.path() + ": " + a + "rope.dimension_count " + std::to_string(hp.rope_dim) +
+                " must be even and at most the head size " + std::to_string(hp.head_dim));
+  hp.rope_freq_base = static_cast<float>(file.get_float(a + "rope.freq_base", 10000.0));
+  hp.rms_eps = static_cast<float>(file.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  if (!(hp.rope_freq_base > 0.0f)) throw Error(file.path() + ": " + a + "rope.freq_base must be positive");
+  if (!(hp.rms_eps > 0.0f)) throw Error(file.path() + ": " + a + "attention.layer_norm_rms_epsilon must be positive");
+  // Refuse what would silently give wrong numbers.
+  const std::string scaling = file.get_string(a + "rope.scaling.type", "none");
+  if (scaling != "none")
+    throw Error(file.path() + ": " + a + "rope.scaling.type \"" + scaling + "\" is not supported yet", LOOM_ERR_UNSUPPORTED);
+  if (file.find_tensor("rope_freqs.weight") != nullptr)
+    throw Error(file.path() + ": tensor rope_freqs.weight (per-dimension RoPE factors) is not supported yet",
+                LOOM_ERR_UNSUPPORTED);
+
+  const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");
+  if (embd == nullptr) throw Error(file.path() + ": tensor token_embd.weight is missing");
+  if (embd->dims.size() != 2 || embd->dims[0] != hp.dim)
+    throw Error(file.path() + ": tensor token_embd.weight must have dims {" + std::to_string(hp.dim) + ", vocab}");
+  hp.vocab_size = positive_int(file, "token_embd.weight rows", embd->dims[1]);
+  return hp;
+}
+
+LlamaWeights load_llama_weights(const GgufFile& file) {
+  LlamaWeights w;
+  w.hparams = read_llama_hparams(file);
+  const LlamaHparams& hp = w.hparams;
+  const int64_t dim = hp.dim, q_dim = static_cast<int64_t>(hp.n_heads) * hp.head_dim;
+  const int64_t kv_dim = static_cast<int64_t>(hp.n_kv_heads) * hp.head_dim;
+  w.token_embd = expect(file, "token_embd.weight", {hp.vocab_size, dim});
+  for (int32_t l = 0; l < hp.n_layers; ++l) {
+    const std::string p = "blk." + std::to_string(l) + ".";
+    LlamaLayerWeights lw;
+    lw.attn_norm = expect(file, p + "attn_norm.weight", {dim});
+    lw.wq = expect(file, p + "attn_q.weight", {q_dim, dim});
+    lw.wk = expect(file, p + "attn_k.weight", {kv_dim, dim});
+    lw.wv = expect(file, p + "attn_v.weight", {kv_dim, dim});
+    lw.wo = expect(file, p + "attn_output.weight", {dim, q_dim});
+    lw.ffn_norm = expect(file, p + "ffn_norm.weight", {dim});
+    lw.w_gate = expect(file, p + "ffn_gate.weight", {hp.ffn_dim, dim});
+    lw.w_up = expect(file, p + "ffn_up.weight", {hp.ffn_dim, dim});
+    lw.w_down = expect(file, p + "ffn_down.weight", {dim, hp.ffn_dim});
+    w.layers.push_back(lw);
+  }
+  w.output_norm = expect(file, "output_norm.weight", {dim});
+  w.tied_output = file.find_tensor("output.weight") == nullptr;
+  w.output = w.tied_output ? w.token_embd : expect(file, "output.weight", {hp.vocab_size, dim});
+  return w;
+}
+
+}  // namespace loom

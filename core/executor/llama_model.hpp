@@ -1,0 +1,66 @@
+// The Llama family as stored in GGUF: hyperparameters from metadata and weight views that
+// point into the file's mapping. Every tensor's presence and shape is checked here, once, so
+// the forward pass can trust them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/model/gguf_file.hpp"
+#include "loom/types.h"
+
+namespace loom {
+
+// Architectures this loader accepts (general.architecture).
+inline constexpr const char* kSupportedArchitectures[] = {"llama"};
+
+struct LlamaHparams {
+  std::string architecture;  // general.architecture
+  int32_t dim = 0;           // <arch>.embedding_length
+  int32_t n_layers = 0;      // <arch>.block_count
+  int32_t ffn_dim = 0;       // <arch>.feed_forward_length
+  int32_t n_heads = 0;       // <arch>.attention.head_count
+  int32_t n_kv_heads = 0;    // <arch>.attention.head_count_kv (default n_heads)
+  int32_t head_dim = 0;      // dim / n_heads
+  int32_t rope_dim = 0;      // <arch>.rope.dimension_count (default head_dim)
+  float rope_freq_base = 10000.0f;  // <arch>.rope.freq_base
+  float rms_eps = 1e-5f;            // <arch>.attention.layer_norm_rms_epsilon
+  int32_t context_length = 0;       // <arch>.context_length
+  int32_t vocab_size = 0;           // rows of token_embd.weight
+};
+
+// Reads and checks the hyperparameters. Throws loom::Error naming the file and the key (or the
+// unsupported architecture together with the supported list).
+LlamaHparams read_llama_hparams(const GgufFile& file);
+
+struct LlamaLayerWeights {
+  loom_tensor_view attn_norm;  // [dim]
+  loom_tensor_view wq;         // [n_heads * head_dim, dim]
+  loom_tensor_view wk;         // [n_kv_heads * head_dim, dim]
+  loom_tensor_view wv;         // [n_kv_heads * head_dim, dim]
+  loom_tensor_view wo;         // [dim, n_heads * head_dim]
+  loom_tensor_view ffn_norm;   // [dim]
+  loom_tensor_view w_gate;     // [ffn_dim, dim]
+  loom_tensor_view w_up;       // [ffn_dim, dim]
+  loom_tensor_view w_down;     // [dim, ffn_dim]
+};
+
+// Non-owning: every view points into the GgufFile, which must outlive this.
+struct LlamaWeights {
+  LlamaHparams hparams;
+  loom_tensor_view token_embd;   // [vocab, dim]
+  std::vector<LlamaLayerWeights> layers;
+  loom_tensor_view output_norm;  // [dim]
+  loom_tensor_view output;       // [vocab, dim]; the token_embd view when tied
+  bool tied_output = false;      // output.weight absent: the classifier reuses token_embd
+};
+
+// Finds and shape-checks every tensor. Throws loom::Error naming the file and the tensor.
+LlamaWeights load_llama_weights(const GgufFile& file);
+
+// A view of a GGUF tensor in Loom order: GGUF dims are innermost-first, so dims {in, out} become
+// shape [out, in] with contiguous rows.
+loom_tensor_view gguf_tensor_view(const GgufTensorInfo& info);
+
+}  // namespace loom

@@ -1,0 +1,209 @@
+#include "core/executor/model_executor.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/common/error.hpp"
+#include "core/common/half.hpp"
+#include "core/executor/kernels/cpu/add.hpp"
+#include "core/executor/kernels/cpu/embedding.hpp"
+#include "core/executor/kernels/cpu/rmsnorm.hpp"
+#include "core/executor/kernels/cpu/silu_mul.hpp"
+
+namespace loom {
+namespace {
+
+// Norm weights are tiny: keep an f32 copy whatever their stored type.
+std::vector<float> to_f32(const loom_tensor_view& v, const std::string& name) {
+  const int64_t n = v.shape[v.ndim - 1];
+  std::vector<float> out(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    switch (v.dtype) {
+      case LOOM_DTYPE_F32: out[static_cast<size_t>(i)] = static_cast<const float*>(v.data)[i]; break;
+      case LOOM_DTYPE_F16: out[static_cast<size_t>(i)] = f16_to_f32(static_cast<const uint16_t*>(v.data)[i]); break;
+      case LOOM_DTYPE_BF16: out[static_cast<size_t>(i)] = bf16_to_f32(static_cast<const uint16_t*>(v.data)[i]); break;
+      default:
+        throw Error("tensor " + name + ": dtype " + std::to_string(v.dtype) + " is not supported for a norm weight "
+                    "(f32, f16 or bf16)", LOOM_ERR_UNSUPPORTED);
+    }
+  }
+  return out;
+}
+
+loom_tensor_view f32_view(float* data, std::initializer_list<int64_t> shape) {
+  loom_tensor_view v{};
+  v.data = data;
+  v.dtype = LOOM_DTYPE_F32;
+  v.ndim = static_cast<int32_t>(shape.size());
+  v.device = loom_device{LOOM_DEVICE_CPU, 0};
+  int32_t d = 0;
+  for (int64_t s : shape) v.shape[d++] = s;
+  for (; d < LOOM_MAX_DIMS; ++d) v.shape[d] = 1;
+  for (d = 0; d < LOOM_MAX_DIMS; ++d) v.strides[d] = 1;
+  for (d = v.ndim - 2; d >= 0; --d) v.strides[d] = v.strides[d + 1] * v.shape[d + 1];
+  return v;
+}
+
+// Grows a scratch buffer to at least n elements; never shrinks, so steady state never allocates.
+float* ensure(std::vector<float>& buf, int64_t n) {
+  if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
+  return buf.data();
+}
+
+std::string layer_name(int32_t layer, const char* name) {
+  return layer < 0 ? std::string(name) : "blk." + std::to_string(layer) + "." + name;
+}
+
+}  // namespace
+
+ModelExecutor::ModelExecutor(const GgufFile& file, AttentionOps attention, QuantOps quant, KvPool& pool,
+                             ThreadPool& threads)
+    : ModelExecutor(load_llama_weights(file), attention, quant, pool, threads) {}
+
+ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, QuantOps quant, KvPool& pool,
+                             ThreadPool& threads)
+    : hp_(w.hparams),
+      attn_(attention),
+      quant_(quant),
+      pool_(pool),
+      threads_(threads),
+      rope_(w.hparams.head_dim, w.hparams.rope_dim, w.hparams.rope_freq_base),
+      token_embd_(w.token_embd) {
+  if (attn_.vt == nullptr || attn_.vt->forward == nullptr) throw Error("model executor: no attention plugin");
+  if (quant_.vt == nullptr || quant_.vt->linear == nullptr || quant_.vt->prepare_weight == nullptr)
+    throw Error("model executor: no quantization plugin");
+  const KvPoolShape& ps = pool.shape();
+  if (ps.n_layers != hp_.n_layers || ps.n_kv_heads != hp_.n_kv_heads || ps.head_dim != hp_.head_dim)
+    throw Error("model executor: the KV pool has " + std::to_string(ps.n_layers) + " layers x " +
+                std::to_string(ps.n_kv_heads) + " kv heads x " + std::to_string(ps.head_dim) +
+                " head_dim but the model needs " + std::to_string(hp_.n_layers) + " x " +
+                std::to_string(hp_.n_kv_heads) + " x " + std::to_string(hp_.head_dim));
+  try {
+    for (int32_t l = 0; l < hp_.n_layers; ++l) {
+      const LlamaLayerWeights& lw = w.layers[static_cast<size_t>(l)];
+      Layer layer;
+      layer.attn_norm = to_f32(lw.attn_norm, layer_name(l, "attn_norm.weight"));
+      layer.ffn_norm = to_f32(lw.ffn_norm, layer_name(l, "ffn_norm.weight"));
+      layers_.push_back(std::move(layer));
+      Layer& L = layers_.back();
+      L.wq = prepare(lw.wq, "attn_q.weight", l);
+      L.wk = prepare(lw.wk, "attn_k.weight", l);
+      L.wv = prepare(lw.wv, "attn_v.weight", l);
+      L.wo = prepare(lw.wo, "attn_output.weight", l);
+      L.w_gate = prepare(lw.w_gate, "ffn_gate.weight", l);
+      L.w_up = prepare(lw.w_up, "ffn_up.weight", l);
+      L.w_down = prepare(lw.w_down, "ffn_down.weight", l);
+    }
+    output_norm_ = to_f32(w.output_norm, "output_norm.weight");
+    output_ = prepare(w.output, w.tied_output ? "token_embd.weight (tied classifier)" : "output.weight", -1);
+  } catch (...) {
+    release_all();
+    throw;
+  }
+}
+
+ModelExecutor::~ModelExecutor() { release_all(); }
+
+void ModelExecutor::release_all() noexcept {
+  if (quant_.vt == nullptr || quant_.vt->release_weight == nullptr) return;
+  auto release = [&](void*& h) {
+    if (h != nullptr) quant_.vt->release_weight(quant_.self, h);
+    h = nullptr;
+  };
+  for (Layer& L : layers_) {
+    for (void** h : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) release(*h);
+  }
+  release(output_);
+}
+
+void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_t layer) {
+  ErrorBuffer err;
+  loom_error_buf eb = err.buf();
+  if (quant_.vt->supports != nullptr) {
+    int32_t ok = 0;
+    const loom_status s = quant_.vt->supports(quant_.self, w.dtype, &ok, &eb);
+    if (s != LOOM_OK || ok == 0)
+      throw Error("tensor " + layer_name(layer, name) + ": the quantization plugin cannot use it: " + err.str(),
+                  s != LOOM_OK ? s : LOOM_ERR_UNSUPPORTED);
+  }
+  void* handle = nullptr;
+  const loom_status s = quant_.vt->prepare_weight(quant_.self, &w, &handle, &eb);
+  if (s != LOOM_OK) throw Error("tensor " + layer_name(layer, name) + ": prepare_weight failed: " + err.str(), s);
+  return handle;
+}
+
+void ModelExecutor::linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out) {
+  const loom_tensor_view xv = f32_view(const_cast<float*>(x), {n, in});
+  loom_tensor_view yv = f32_view(y, {n, out});
+  ErrorBuffer err;
+  loom_error_buf eb = err.buf();
+  const loom_status s = quant_.vt->linear(quant_.self, handle, &xv, &yv, &eb);
+  if (s != LOOM_OK) throw Error("quantization plugin linear failed: " + err.str(), s);
+}
+
+void ModelExecutor::execute(const BuiltBatch& batch, std::vector<float>& logits) {
+  const int64_t T = batch.num_tokens();
+  const int64_t dim = hp_.dim, ff = hp_.ffn_dim, H = hp_.n_heads, KVH = hp_.n_kv_heads, D = hp_.head_dim;
+  const int64_t n_logits = batch.num_logits();
+  logits.resize(static_cast<size_t>(n_logits * hp_.vocab_size));
+  if (T == 0) return;
+  if (batch.block_size != pool_.shape().block_size)
+    throw Error("model executor: batch block_size " + std::to_string(batch.block_size) + " differs from the pool's " +
+                std::to_string(pool_.shape().block_size));
+
+  float* x = ensure(x_, T * dim);
+  float* xn = ensure(xn_, T * dim);
+  float* q = ensure(q_, T * H * D);
+  float* k = ensure(k_, T * KVH * D);
+  float* v = ensure(v_, T * KVH * D);
+  float* att = ensure(att_, T * H * D);
+  float* proj = ensure(proj_, T * dim);
+  float* gate = ensure(gate_, T * ff);
+  float* up = ensure(up_, T * ff);
+  ThreadPool* pool = &threads_;
+
+  cpu::embedding(token_embd_, batch.token_ids, x, pool);
+  const loom_attention_batch ab = batch.attention();
+  const loom_tensor_view qv = f32_view(q, {T, H, D});
+  const loom_tensor_view kv = f32_view(k, {T, KVH, D});
+  const loom_tensor_view vv = f32_view(v, {T, KVH, D});
+  loom_tensor_view ov = f32_view(att, {T, H, D});
+
+  for (int32_t l = 0; l < hp_.n_layers; ++l) {
+    const Layer& L = layers_[static_cast<size_t>(l)];
+    // Attention sublayer: x += Wo · attn(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)).
+    cpu::rmsnorm(x, dim, L.attn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
+    linear(L.wq, xn, T, dim, q, H * D);
+    linear(L.wk, xn, T, dim, k, KVH * D);
+    linear(L.wv, xn, T, dim, v, KVH * D);
+    rope_.apply(q, T, H, H * D, batch.positions.data(), pool);
+    rope_.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
+    ErrorBuffer err;
+    loom_error_buf eb = err.buf();
+    const loom_status s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
+    if (s != LOOM_OK) throw Error("attention plugin forward failed at layer " + std::to_string(l) + ": " + err.str(), s);
+    linear(L.wo, att, T, H * D, proj, dim);
+    cpu::add_inplace(x, proj, T * dim, pool);
+
+    // MLP sublayer (SwiGLU): x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)).
+    cpu::rmsnorm(x, dim, L.ffn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
+    linear(L.w_gate, xn, T, dim, gate, ff);
+    linear(L.w_up, xn, T, dim, up, ff);
+    cpu::silu_mul(gate, up, gate, T * ff, pool);
+    linear(L.w_down, gate, T, ff, proj, dim);
+    cpu::add_inplace(x, proj, T * dim, pool);
+  }
+
+  if (n_logits == 0) return;
+  // Final norm and classifier only on the rows that are sampled.
+  float* fin = ensure(final_, n_logits * dim);
+  for (int64_t i = 0; i < n_logits; ++i) {
+    const int32_t t = batch.logits_indices[static_cast<size_t>(i)];
+    if (t < 0 || t >= T) throw Error("model executor: logits index " + std::to_string(t) + " outside the batch");
+    std::copy(x + t * dim, x + (t + 1) * dim, fin + i * dim);
+  }
+  cpu::rmsnorm(fin, dim, output_norm_.data(), fin, dim, n_logits, dim, hp_.rms_eps, pool);
+  linear(output_, fin, n_logits, dim, logits.data(), hp_.vocab_size);
+}
+
+}  // namespace loom

@@ -1,0 +1,95 @@
+// The Llama-family forward pass over one flat batch on the CPU: every GEMM through the
+// quantization plugin over all tokens of the step at once, attention through the attention
+// plugin on the paged KV pool, logits only for the rows that are sampled.
+//
+// Every output element is reduced in an order that does not depend on how many tokens or
+// sequences share the batch (row-wise kernels, per-element GEMM order fixed by the plugin,
+// per-(token, head) attention), so a sequence's logits are bit-identical whether it runs alone
+// or batched, whole or chunked (f32, CPU).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/common/thread_pool.hpp"
+#include "core/executor/batch_builder.hpp"
+#include "core/executor/kernels/cpu/rope.hpp"
+#include "core/executor/kv_pool.hpp"
+#include "core/executor/llama_model.hpp"
+#include "core/model/gguf_file.hpp"
+#include "loom/attention.h"
+#include "loom/quantization.h"
+
+namespace loom {
+
+// Plugin instances as the executor uses them: call vt->fn(self, ...).
+struct AttentionOps {
+  void* self = nullptr;
+  const loom_attention_vtable* vt = nullptr;
+};
+struct QuantOps {
+  void* self = nullptr;
+  const loom_quantization_vtable* vt = nullptr;
+};
+
+class ModelExecutor {
+ public:
+  // Reads the model from `file` (which must outlive the executor: f32 weights are used in place)
+  // and prepares every weight through the quantization plugin. `pool` must have the model's
+  // layers, KV heads and head size. Throws loom::Error naming the tensor or setting at fault.
+  ModelExecutor(const GgufFile& file, AttentionOps attention, QuantOps quant, KvPool& pool, ThreadPool& threads);
+  ModelExecutor(const LlamaWeights& weights, AttentionOps attention, QuantOps quant, KvPool& pool,
+                ThreadPool& threads);
+  ~ModelExecutor();
+  ModelExecutor(const ModelExecutor&) = delete;
+  ModelExecutor& operator=(const ModelExecutor&) = delete;
+
+  const LlamaHparams& hparams() const { return hp_; }
+  int32_t vocab_size() const { return hp_.vocab_size; }
+
+  // Runs one step. Writes K/V of every token into the pool at the batch's slots and sets
+  // logits to [batch.num_logits(), vocab] (row i for token batch.logits_indices[i]).
+  void execute(const BuiltBatch& batch, std::vector<float>& logits);
+
+ private:
+  struct Layer {
+    std::vector<float> attn_norm;  // [dim]
+    std::vector<float> ffn_norm;   // [dim]
+    void* wq = nullptr;            // quantization handles
+    void* wk = nullptr;
+    void* wv = nullptr;
+    void* wo = nullptr;
+    void* w_gate = nullptr;
+    void* w_up = nullptr;
+    void* w_down = nullptr;
+  };
+
+  void* prepare(const loom_tensor_view& w, const char* name, int32_t layer);
+  void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);
+  void release_all() noexcept;
+
+  LlamaHparams hp_;
+  AttentionOps attn_;
+  QuantOps quant_;
+  KvPool& pool_;
+  ThreadPool& threads_;
+  cpu::RotaryEmbedding rope_;
+  loom_tensor_view token_embd_;
+  std::vector<Layer> layers_;
+  std::vector<float> output_norm_;  // [dim]
+  void* output_ = nullptr;          // classifier handle
+
+  // Scratch, grown to the largest batch seen and then reused: no allocation per step.
+  std::vector<float> x_;       // [n_tokens, dim] residual stream
+  std::vector<float> xn_;      // [n_tokens, dim] normed input of a sublayer
+  std::vector<float> q_;       // [n_tokens, n_heads, head_dim]
+  std::vector<float> k_;       // [n_tokens, n_kv_heads, head_dim]
+  std::vector<float> v_;       // [n_tokens, n_kv_heads, head_dim]
+  std::vector<float> att_;     // [n_tokens, n_heads, head_dim]
+  std::vector<float> proj_;    // [n_tokens, dim] sublayer output before the residual add
+  std::vector<float> gate_;    // [n_tokens, ffn_dim]
+  std::vector<float> up_;      // [n_tokens, ffn_dim]
+  std::vector<float> final_;   // [n_logits, dim] last hidden states of the sampled rows
+};
+
+}  // namespace loom

@@ -1,0 +1,42 @@
+// Turning one row of logits into one token: greedy, or temperature + top-k + top-p + min-p.
+#pragma once
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace loom {
+
+struct SamplerSettings {
+  float temperature = 0.0f;  // 0 = greedy (argmax, lowest id on ties)
+  int32_t top_k = 0;         // keep the k most likely tokens; 0 = off
+  float top_p = 1.0f;        // keep the smallest most-likely set whose mass reaches top_p; 1 = off
+  float min_p = 0.0f;        // keep tokens with p >= min_p * p_max; 0 = off
+};
+
+// Samples with reusable scratch (one per engine thread): no allocation once warmed up.
+// Order: softmax(logits / T) -> top-k -> top-p (on the mass left after top-k) -> min-p ->
+// renormalise -> draw u in [0, 1) from the top 53 bits of one rng() output. Deterministic for a
+// given seed on every platform. Candidates are ranked by probability, then by lower id.
+// Throws loom::Error naming a setting outside its range (temperature < 0, top_p not in (0, 1],
+// min_p not in [0, 1], top_k < 0) or an empty logits row.
+class Sampler {
+ public:
+  int32_t sample(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng);
+
+  // The index of the largest logit, lowest on ties; NaNs are never chosen unless all are NaN.
+  static int32_t argmax(std::span<const float> logits);
+
+ private:
+  struct Candidate {
+    double p;
+    int32_t id;
+  };
+  std::vector<Candidate> cand_;  // [vocab] scratch
+};
+
+// Convenience over a thread-local Sampler.
+int32_t sample_token(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng);
+
+}  // namespace loom

@@ -1,0 +1,303 @@
+// quantization/none: weights kept as stored (f32, f16 or bf16) and y = x W^T on them.
+//
+// prepare_weight only records where the weight lives: f32 weights are used straight from the
+// (mmap'ed) model file, f16/bf16 rows are widened to f32 on the fly, one tile at a time.
+// linear splits the output features into tiles across the host's threads; each tile is reused
+// for every group of 4 input rows, so a weight row is read once per 4 tokens.
+// Every output element is reduced in the same order (8 interleaved partial sums, a fixed tree,
+// then the tail) whether its row was computed in a group of 4 or alone, so results do not depend
+// on the batch size: batched == alone, bit for bit.
+// Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
+// error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
+#include <boost/dll/alias.hpp>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "loom/quantization.h"
+#include "loom/sdk_core.hpp"
+
+namespace {
+
+using loom::sdk::ConfigError;
+using loom::sdk::Error;
+
+constexpr int kLanes = 8;      // interleaved partial sums per dot product (auto-vectorised)
+constexpr int kRows = 4;       // input rows per pass over a weight row
+constexpr int64_t kTile = 16;  // output features per work item
+
+void parse_config(const char* config_json) {
+  const std::string text = config_json == nullptr ? "" : config_json;
+  nlohmann::json j = nlohmann::json::object();
+  if (!text.empty()) {
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError(std::string("quantization none: config is not valid JSON: ") + e.what());
+    }
+  }
+  if (!j.is_object()) throw ConfigError("quantization none: config must be a JSON object");
+  std::string problems;
+  for (const auto& item : j.items()) {
+    if (!problems.empty()) problems += "; ";
+    problems += "quantization none: unknown key \"" + item.key() + "\" (this plugin has no options)";
+  }
+  if (!problems.empty()) throw ConfigError(problems);
+}
+
+const char* dtype_label(loom_dtype t) {
+  switch (t) {
+    case LOOM_DTYPE_F32: return "f32";
+    case LOOM_DTYPE_F16: return "f16";
+    case LOOM_DTYPE_BF16: return "bf16";
+    case LOOM_DTYPE_Q4_0: return "q4_0";
+    case LOOM_DTYPE_Q4_1: return "q4_1";
+    case LOOM_DTYPE_Q5_0: return "q5_0";
+    case LOOM_DTYPE_Q5_1: return "q5_1";
+    case LOOM_DTYPE_Q8_0: return "q8_0";
+    case LOOM_DTYPE_Q8_1: return "q8_1";
+    case LOOM_DTYPE_Q2_K: return "q2_K";
+    case LOOM_DTYPE_Q3_K: return "q3_K";
+    case LOOM_DTYPE_Q4_K: return "q4_K";
+    case LOOM_DTYPE_Q5_K: return "q5_K";
+    case LOOM_DTYPE_Q6_K: return "q6_K";
+    case LOOM_DTYPE_Q8_K: return "q8_K";
+    case LOOM_DTYPE_I8: return "i8";
+    case LOOM_DTYPE_I16: return "i16";
+    case LOOM_DTYPE_I32: return "i32";
+    case LOOM_DTYPE_I64: return "i64";
+    case LOOM_DTYPE_F64: return "f64";
+    case LOOM_DTYPE_U8: return "u8";
+    case LOOM_DTYPE_FP8_E4M3: return "fp8_e4m3";
+    default: return "unknown";
+  }
+}
+
+bool is_supported(loom_dtype t) {
+  return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
+}
+
+// IEEE binary16 -> binary32, exact.
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
+  uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t bits;
+  if (exp == 0 && mant == 0) {
+    bits = sign;
+  } else if (exp == 0) {  // subnormal: renormalise
+    exp = 127 - 15 + 1;
+    while ((mant & 0x400u) == 0) {
+      mant <<= 1;
+      --exp;
+    }
+    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
+  } else if (exp == 0x1f) {
+    bits = sign | 0x7f800000u | (mant << 13);
+  } else {
+    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+float bf16_to_f32(uint16_t h) {
+  const uint32_t bits = static_cast<uint32_t>(h) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// Sums the lanes in a fixed tree so the order never depends on the caller.
+inline float lane_sum(const float* a) {
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+// out[r] = dot(x row r, w) for R rows of x (row stride xs). Each row's arithmetic is identical
+// for every R, which is what makes the result independent of the batch size.
+template <int R>
+inline void dot_rows(const float* __restrict w, const float* __restrict x, int64_t xs, int64_t n,
+                     float* out) {
+  float acc[R][kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int r = 0; r < R; ++r) {
+      const float* xr = x + r * xs + i;
+      for (int j = 0; j < kLanes; ++j) acc[r][j] += xr[j] * w[i + j];
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = lane_sum(acc[r]);
+    for (int64_t k = i; k < n; ++k) s += x[r * xs + k] * w[k];
+    out[r] = s;
+  }
+}
+
+// A prepared weight: where it lives and how to read it. Never owns the data.
+struct Weight {
+  loom_dtype dtype;
+  int64_t out_features;
+  int64_t in_features;
+  int64_t row_stride;  // elements
+  const void* data;
+};
+
+class NoneQuantization {
+ public:
+  explicit NoneQuantization(const loom_host_api* host, const loom_quantization_create_args& args)
+      : host_(host) {
+    if (args.device.type != LOOM_DEVICE_CPU)
+      throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: runs on the CPU only, not on device type " +
+                                            std::to_string(args.device.type));
+    scratch_.resize(static_cast<size_t>(host_.num_threads()));
+  }
+
+  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
+    *ok = is_supported(dtype) ? 1 : 0;
+    if (*ok == 0)
+      loom::sdk::write_error(err, std::string("quantization none: weights of dtype ") + dtype_label(dtype) +
+                                      " are not supported (f32, f16 and bf16 are)");
+  }
+
+  Weight* prepare(const loom_tensor_view* w) const {
+    if (w == nullptr || w->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight is null");
+    if (!is_supported(w->dtype))
+      throw Error(LOOM_ERR_UNSUPPORTED, std::string("quantization none: weights of dtype ") +
+                                            dtype_label(w->dtype) + " are not supported (f32, f16 and bf16 are)");
+    if (w->ndim != 2 || w->shape[0] <= 0 || w->shape[1] <= 0 || w->strides[1] != 1 ||
+        w->strides[0] < w->shape[1])
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "quantization none: weight must be a 2-d [out, in] view with contiguous rows");
+    return new Weight{w->dtype, w->shape[0], w->shape[1], w->strides[0], w->data};
+  }
+
+  void linear(const Weight& w, const loom_tensor_view* x, loom_tensor_view* y) {
+    if (x == nullptr || y == nullptr || x->data == nullptr || y->data == nullptr)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
+    if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
+      throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: x and y must be f32");
+    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in_features || y->shape[1] != w.out_features ||
+        x->shape[0] != y->shape[0] || x->strides[1] != 1 || y->strides[1] != 1)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "quantization none: linear expects x [n, " + std::to_string(w.in_features) + "] and y [n, " +
+                      std::to_string(w.out_features) + "], got x [" + std::to_string(x->shape[0]) + ", " +
+                      std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
+                      std::to_string(y->shape[1]) + "]");
+    const int64_t n = x->shape[0], in = w.in_features, out = w.out_features;
+    const int64_t xs = x->strides[0], ys = y->strides[0];
+    const auto* xd = static_cast<const float*>(x->data);
+    auto* yd = static_cast<float*>(y->data);
+    const int64_t n_tiles = (out + kTile - 1) / kTile;
+
+    host_.parallel_for(n_tiles, [&](int64_t begin, int64_t end, int32_t thread) {
+      if (thread < 0 || static_cast<size_t>(thread) >= scratch_.size())
+        throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
+      std::vector<float>& widened = scratch_[static_cast<size_t>(thread)];  // [kTile, in]
+      std::array<const float*, kTile> rows{};
+      for (int64_t tile = begin; tile < end; ++tile) {
+        const int64_t o0 = tile * kTile;
+        const int64_t n_rows = std::min(kTile, out - o0);
+        load_tile(w, o0, n_rows, widened, rows);
+        int64_t t = 0;
+        float res[kRows];
+        for (; t + kRows <= n; t += kRows) {
+          for (int64_t j = 0; j < n_rows; ++j) {
+            dot_rows<kRows>(rows[static_cast<size_t>(j)], xd + t * xs, xs, in, res);
+            for (int r = 0; r < kRows; ++r) yd[(t + r) * ys + o0 + j] = res[r];
+          }
+        }
+        for (; t < n; ++t) {
+          for (int64_t j = 0; j < n_rows; ++j) {
+            dot_rows<1>(rows[static_cast<size_t>(j)], xd + t * xs, xs, in, res);
+            yd[t * ys + o0 + j] = res[0];
+          }
+        }
+      }
+    });
+  }
+
+ private:
+  // Points rows[j] at weight row o0 + j as f32: straight into the weight when it is f32, else
+  // into `widened` after converting.
+  static void load_tile(const Weight& w, int64_t o0, int64_t n_rows, std::vector<float>& widened,
+                        std::array<const float*, kTile>& rows) {
+    const int64_t in = w.in_features;
+    if (w.dtype == LOOM_DTYPE_F32) {
+      for (int64_t j = 0; j < n_rows; ++j)
+        rows[static_cast<size_t>(j)] = static_cast<const float*>(w.data) + (o0 + j) * w.row_stride;
+      return;
+    }
+    if (widened.size() < static_cast<size_t>(kTile * in)) widened.resize(static_cast<size_t>(kTile * in));
+    for (int64_t j = 0; j < n_rows; ++j) {
+      const uint16_t* src = static_cast<const uint16_t*>(w.data) + (o0 + j) * w.row_stride;
+      float* dst = widened.data() + j * in;
+      if (w.dtype == LOOM_DTYPE_F16) {
+        for (int64_t i = 0; i < in; ++i) dst[i] = f16_to_f32(src[i]);
+      } else {
+        for (int64_t i = 0; i < in; ++i) dst[i] = bf16_to_f32(src[i]);
+      }
+      rows[static_cast<size_t>(j)] = dst;
+    }
+  }
+
+  loom::sdk::Host host_;
+  std::vector<std::vector<float>> scratch_;  // per thread: one widened tile, reused
+};
+
+// ---- C ABI ----------------------------------------------------------------------------------
+
+NoneQuantization& self_of(void* self) { return *static_cast<NoneQuantization*>(self); }
+
+loom_status supports(void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
+  return loom::sdk::detail::guarded(err, [&] { self_of(self).supports(dtype, ok, err); });
+}
+
+loom_status prepare_weight(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err) {
+  return loom::sdk::detail::guarded(err, [&] { *handle = self_of(self).prepare(weight); });
+}
+
+loom_status linear(void* self, void* handle, const loom_tensor_view* x, loom_tensor_view* y,
+                   loom_error_buf* err) {
+  return loom::sdk::detail::guarded(err, [&] {
+    if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
+    self_of(self).linear(*static_cast<const Weight*>(handle), x, y);
+  });
+}
+
+void release_weight(void*, void* handle) { delete static_cast<Weight*>(handle); }
+
+const loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight,
+                                          &linear, &release_weight};
+
+loom_status validate(const char* config_json, loom_error_buf* err) {
+  return loom::sdk::detail::guarded(err, [&] { parse_config(config_json); });
+}
+
+loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
+                   const void** vtable, loom_error_buf* err) {
+  return loom::sdk::detail::guarded(err, [&] {
+    parse_config(config_json);
+    const auto* args = static_cast<const loom_quantization_create_args*>(create_args);
+    if (args == nullptr || args->struct_size < sizeof(loom_quantization_create_args))
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: missing or too old create args");
+    *self = new NoneQuantization(host, *args);
+    *vtable = &kVtable;
+  });
+}
+
+void destroy(void* self) { delete static_cast<NoneQuantization*>(self); }
+
+const loom_plugin_desc kDesc = {
+    sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
+    LOOM_QUANTIZATION_IFACE_MINOR, "none", "0.1.0",
+    "unquantized f32/f16/bf16 weights with a threaded portable GEMM",
+    nullptr, &validate, &create, &destroy};
+
+}  // namespace
+
+const loom_plugin_desc* loom_quantization_none_entry() { return &kDesc; }
+BOOST_DLL_ALIAS(loom_quantization_none_entry, loom_plugin_entry_v1)

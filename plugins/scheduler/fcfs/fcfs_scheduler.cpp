@@ -1,0 +1,260 @@
+// scheduler/fcfs: first come, first served, with a token budget and chunked prefill.
+//
+// Two queues: `waiting_` (FIFO by arrival; preempted requests go back to its front) and
+// `running_` (in admission order, oldest first). The design note is at the top of schedule().
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "loom/scheduler.h"
+#include "loom/sdk.hpp"
+
+namespace {
+
+using loom::sdk::ConfigError;
+using loom::sdk::Error;
+
+struct Config {
+  int32_t max_num_seqs = 16;
+  int32_t max_num_batched_tokens = 2048;
+};
+
+Config parse_config(std::string_view config_json) {
+  const std::string text(config_json);
+  nlohmann::json j = nlohmann::json::object();
+  if (!text.empty()) {
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError(std::string("scheduler fcfs: config is not valid JSON: ") + e.what());
+    }
+  }
+  if (!j.is_object()) throw ConfigError("scheduler fcfs: config must be a JSON object");
+  Config cfg;
+  std::vector<std::string> problems;
+  auto positive_int = [&](const std::string& key, const nlohmann::json& v, int32_t& dst) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX)
+      problems.push_back(key + " must be a positive integer, got " + v.dump());
+    else dst = v.get<int32_t>();
+  };
+  for (const auto& [key, value] : j.items()) {
+    if (key == "max_num_seqs") positive_int(key, value, cfg.max_num_seqs);
+    else if (key == "max_num_batched_tokens") positive_int(key, value, cfg.max_num_batched_tokens);
+    else problems.push_back("unknown key \"" + key + "\" (valid: max_num_seqs, max_num_batched_tokens)");
+  }
+  if (!problems.empty()) {
+    std::string message;
+    for (const auto& p : problems) message += (message.empty() ? "scheduler fcfs: " : "; ") + p;
+    throw ConfigError(message);
+  }
+  return cfg;
+}
+
+// Calls into the cache plugin, turning a failed status into an exception with its message.
+class Cache {
+ public:
+  explicit Cache(const loom_cache_handle& h) : h_(h) {}
+
+  bool fits(int32_t max_total_tokens, std::string* reason) {
+    int32_t ok = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->fits(h_.self, max_total_tokens, &ok, err_.buf()), err_, "cache fits");
+    if (ok == 0) *reason = err_.str().empty() ? "too long for the KV cache" : std::string(err_.str());
+    return ok != 0;
+  }
+  int32_t match_prefix(const loom_request_view& req) {
+    if (h_.vtable->match_prefix == nullptr) return 0;
+    int32_t n = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->match_prefix(h_.self, &req, &n, err_.buf()), err_, "cache match_prefix");
+    return n;
+  }
+  bool can_allocate(const loom_request_view& req, int32_t n) {
+    int32_t ok = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->can_allocate(h_.self, &req, n, &ok, err_.buf()), err_, "cache can_allocate");
+    return ok != 0;
+  }
+  int32_t allocate(const loom_request_view& req, int32_t n) {
+    int32_t cached = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->allocate(h_.self, &req, n, &cached, err_.buf()), err_, "cache allocate");
+    return cached;
+  }
+  // false on LOOM_ERR_OUT_OF_MEMORY (state unchanged); other errors throw.
+  bool append(const loom_request_view& req, int32_t n) {
+    err_.clear();
+    const loom_status s = h_.vtable->append(h_.self, &req, n, err_.buf());
+    if (s == LOOM_ERR_OUT_OF_MEMORY) return false;
+    loom::sdk::check(s, err_, "cache append");
+    return true;
+  }
+  void free(uint64_t id) {
+    err_.clear();
+    loom::sdk::check(h_.vtable->free(h_.self, id, err_.buf()), err_, "cache free");
+  }
+
+ private:
+  loom_cache_handle h_;
+  loom::sdk::ErrorBuffer err_;
+};
+
+class FcfsScheduler {
+ public:
+  FcfsScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(parse_config(config)) {}
+
+  static void validate(std::string_view config, std::string& problems) {
+    try {
+      parse_config(config);
+    } catch (const ConfigError& e) {
+      problems = e.what();
+    }
+  }
+
+  void add_request(const loom_request_view* r) {
+    if (r == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "request view is null");
+    const loom_request_view& req = *r;
+    if (contains(waiting_, req.request_id) || contains(running_, req.request_id))
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "scheduler fcfs: request " + std::to_string(req.request_id) + " added twice");
+    waiting_.push_back(req.request_id);
+  }
+
+  void remove_request(uint64_t id) {
+    waiting_.erase(std::remove(waiting_.begin(), waiting_.end(), id), waiting_.end());
+    running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
+  }
+
+  void schedule(const loom_sched_context* c, loom_sched_output* o) {
+    // Design note.
+    // Tokens, not phases: every request has num_tokens and num_computed_tokens and a step closes
+    // part of the gap, whether that is a prompt chunk or one decode token.
+    // 1. Running requests first, oldest first: each gets min(gap, budget) tokens, appended through
+    //    the cache. When the cache is out of blocks, the most recently admitted running request
+    //    is preempted (its blocks freed, it goes back to the front of waiting, the host recomputes
+    //    it later) and the append is retried; a request that is itself the newest preempts itself.
+    //    Preempted requests were never scheduled this step: scheduling walks from the oldest and
+    //    preemption takes from the newest.
+    // 2. Then waiting requests in arrival order, while there is a free sequence slot and token
+    //    budget: one that can never fit the pool is rejected; the first one that cannot be
+    //    allocated now stops admission (strict FCFS: nobody overtakes it); otherwise it gets
+    //    min(remaining prompt, budget) tokens, so a long prompt is chunked across steps.
+    //    No admission in a step that preempted: the pool is full, and a preempted request's
+    //    token counts are only reset by the host after this step.
+    if (c == nullptr || o == nullptr || c->cache.vtable == nullptr)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "schedule: context, cache or output is null");
+    const loom_sched_context& ctx = *c;
+    loom_sched_output& out = *o;
+    out.num_scheduled = 0;
+    out.num_preempted = 0;
+    out.num_rejected = 0;
+    Cache cache(ctx.cache);
+    int32_t budget = cfg_.max_num_batched_tokens;
+    bool preempted_any = false;
+
+    for (size_t i = 0; i < running_.size() && budget > 0;) {
+      const uint64_t id = running_[i];
+      const loom_request_view req = view(ctx, id);
+      const int32_t gap = req.num_tokens - req.num_computed_tokens;
+      if (gap <= 0) {
+        ++i;
+        continue;
+      }
+      const int32_t n = std::min(gap, budget);
+      bool self_preempted = false;
+      while (!cache.append(req, n)) {
+        const uint64_t victim = running_.back();
+        preempt(cache, victim, out);
+        preempted_any = true;
+        if (victim == id) {
+          self_preempted = true;
+          break;
+        }
+      }
+      if (self_preempted) break;  // it was the newest: nobody after it is left running
+      push_scheduled(out, id, n, 0);
+      budget -= n;
+      ++i;
+    }
+
+    while (!preempted_any && !waiting_.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs &&
+           budget > 0) {
+      const uint64_t id = waiting_.front();
+      const loom_request_view req = view(ctx, id);
+      std::string reason;
+      if (!cache.fits(req.max_total_tokens, &reason)) {
+        push_id(out.rejected, out.rejected_capacity, out.num_rejected, id, "rejected");
+        waiting_.pop_front();
+        continue;
+      }
+      // A prefix hit covers leading tokens; the cache must leave at least the last one to compute.
+      const int32_t hit = cache.match_prefix(req);
+      const int32_t room = std::min(req.num_tokens, hit + budget);
+      if (!cache.can_allocate(req, room)) break;
+      const int32_t cached = cache.allocate(req, room);
+      const int32_t n = room - cached;
+      if (n <= 0) {
+        cache.free(id);
+        throw Error(LOOM_ERR_INTERNAL, "scheduler fcfs: the cache reported all " + std::to_string(cached) +
+                                           " tokens of request " + std::to_string(id) +
+                                           " as cached; at least one must be computed");
+      }
+      waiting_.pop_front();
+      running_.push_back(id);
+      push_scheduled(out, id, n, cached);
+      budget -= n;
+    }
+  }
+
+  void stats(loom_sched_stats* out) const {
+    out->num_waiting = static_cast<int32_t>(waiting_.size());
+    out->num_running = static_cast<int32_t>(running_.size());
+    out->num_preemptions = num_preemptions_;
+  }
+
+ private:
+  template <class C>
+  static bool contains(const C& c, uint64_t id) {
+    return std::find(c.begin(), c.end(), id) != c.end();
+  }
+
+  static loom_request_view view(const loom_sched_context& ctx, uint64_t id) {
+    loom_request_view v{};
+    v.struct_size = sizeof(v);
+    if (ctx.get_request == nullptr || ctx.get_request(ctx.host_ctx, id, &v) != LOOM_OK)
+      throw Error(LOOM_ERR_NOT_FOUND, "scheduler fcfs: the host does not know request " + std::to_string(id));
+    return v;
+  }
+
+  void preempt(Cache& cache, uint64_t id, loom_sched_output& out) {
+    cache.free(id);
+    running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
+    waiting_.push_front(id);
+    push_id(out.preempted, out.preempted_capacity, out.num_preempted, id, "preempted");
+    ++num_preemptions_;
+  }
+
+  static void push_scheduled(loom_sched_output& out, uint64_t id, int32_t n, int32_t cached) {
+    if (out.num_scheduled >= out.scheduled_capacity)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "scheduler fcfs: the scheduled array is full");
+    out.scheduled[out.num_scheduled++] = loom_scheduled_request{id, n, cached};
+  }
+
+  static void push_id(uint64_t* arr, int32_t capacity, int32_t& count, uint64_t id, const char* what) {
+    if (count >= capacity)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string("scheduler fcfs: the ") + what + " array is full");
+    arr[count++] = id;
+  }
+
+  Config cfg_;
+  std::deque<uint64_t> waiting_;   // arrival order; preempted requests at the front
+  std::vector<uint64_t> running_;  // admission order, oldest first
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace
+
+LOOM_SCHEDULER_PLUGIN(FcfsScheduler, "fcfs", "0.1.0",
+                      "first come, first served with a token budget, chunked prefill and preemption of the newest");

@@ -1,0 +1,278 @@
+// Attention conformance: every attention plugin against the reference (`naive`), and `naive`
+// against a dense double-precision reference written here, on random shapes: head_dim 64/128,
+// GQA ratios 1/4/8, block sizes 16/32, ragged sequences whose context was written by an earlier
+// step, prefill and decode mixed, block tables in random order.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "core/common/thread_pool.hpp"
+#include "core/executor/batch_builder.hpp"
+#include "core/executor/kv_pool.hpp"
+#include "loom/attention.h"
+#include "tests/conformance/conformance_support.hpp"
+
+namespace loom {
+namespace {
+
+struct Shape {
+  int32_t head_dim, n_heads, n_kv_heads, block_size;
+};
+
+std::string shape_name(const Shape& s) {
+  return "d" + std::to_string(s.head_dim) + "_h" + std::to_string(s.n_heads) + "_kv" + std::to_string(s.n_kv_heads) +
+         "_bs" + std::to_string(s.block_size);
+}
+
+// Per sequence: tokens already in the cache before the step under test, and tokens of the step.
+struct SeqPlan {
+  int32_t prior, fresh;
+};
+const std::vector<SeqPlan> kPlan = {{0, 1}, {10, 7}, {33, 1}, {0, 29}, {64, 3}, {5, 1}};
+
+loom_tensor_view view(float* data, std::initializer_list<int64_t> shape) {
+  loom_tensor_view v{};
+  v.data = data;
+  v.dtype = LOOM_DTYPE_F32;
+  v.ndim = static_cast<int32_t>(shape.size());
+  int32_t d = 0;
+  for (int64_t s : shape) v.shape[d++] = s;
+  for (d = 0; d < LOOM_MAX_DIMS; ++d) v.strides[d] = 1;
+  for (d = v.ndim - 2; d >= 0; --d) v.strides[d] = v.strides[d + 1] * v.shape[d + 1];
+  return v;
+}
+
+// All q/k/v of every sequence's full context, and what one plugin produced for the test step.
+struct Problem {
+  Shape shape;
+  std::vector<std::vector<float>> q, k, v;  // per seq: [ctx, heads, D] / [ctx, kv_heads, D]
+  std::vector<std::vector<int32_t>> tables;
+  int32_t num_blocks = 0;
+};
+
+Problem make_problem(const Shape& s, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  Problem p;
+  p.shape = s;
+  int32_t blocks = 0;
+  for (const SeqPlan& sp : kPlan) {
+    const int32_t ctx = sp.prior + sp.fresh;
+    auto fill = [&](int32_t heads) {
+      std::vector<float> x(static_cast<size_t>(ctx) * heads * s.head_dim);
+      for (auto& e : x) e = u(rng) * 2.0f;  // scores of a few units: a real softmax, not uniform
+      return x;
+    };
+    p.q.push_back(fill(s.n_heads));
+    p.k.push_back(fill(s.n_kv_heads));
+    p.v.push_back(fill(s.n_kv_heads));
+    const int32_t nb = (ctx + s.block_size - 1) / s.block_size + 1;  // one spare block
+    blocks += nb;
+    p.tables.emplace_back(static_cast<size_t>(nb));
+  }
+  p.num_blocks = blocks + 3;
+  std::vector<int32_t> ids(static_cast<size_t>(p.num_blocks));
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  size_t next = 0;
+  for (auto& t : p.tables)
+    for (auto& b : t) b = ids[next++];
+  return p;
+}
+
+// Runs the two steps (prior context, then the step under test) through one plugin instance;
+// returns the test step's output [num_tokens, heads, D] and leaves the pool filled.
+std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPool& pool) {
+  const Shape& s = p.shape;
+  BatchBuilder builder(s.block_size);
+  std::vector<float> out;
+  for (int step = 0; step < 2; ++step) {
+    std::vector<SeqSchedule> seqs;
+    std::vector<std::vector<int32_t>> dummy_ids;
+    std::vector<size_t> which;
+    for (size_t i = 0; i < kPlan.size(); ++i) {
+      const int32_t from = step == 0 ? 0 : kPlan[i].prior;
+      const int32_t n = step == 0 ? kPlan[i].prior : kPlan[i].fresh;
+      if (n == 0) continue;
+      dummy_ids.emplace_back(static_cast<size_t>(n), 0);
+      which.push_back(i);
+      seqs.push_back(SeqSchedule{{}, from, p.tables[i], true});
+    }
+    for (size_t j = 0; j < seqs.size(); ++j) seqs[j].token_ids = dummy_ids[j];
+    BuiltBatch batch;
+    builder.build(seqs, batch);
+    const int64_t T = batch.num_tokens(), H = s.n_heads, KVH = s.n_kv_heads, D = s.head_dim;
+    std::vector<float> q(static_cast<size_t>(T * H * D)), k(static_cast<size_t>(T * KVH * D)),
+        v(static_cast<size_t>(T * KVH * D));
+    out.assign(static_cast<size_t>(T * H * D), NAN);
+    int64_t t = 0;
+    for (size_t j = 0; j < seqs.size(); ++j) {
+      const size_t i = which[j];
+      for (int32_t pos = seqs[j].start_pos; pos < batch.seq_lens[j]; ++pos, ++t) {
+        std::copy_n(p.q[i].begin() + pos * H * D, H * D, q.begin() + t * H * D);
+        std::copy_n(p.k[i].begin() + pos * KVH * D, KVH * D, k.begin() + t * KVH * D);
+        std::copy_n(p.v[i].begin() + pos * KVH * D, KVH * D, v.begin() + t * KVH * D);
+      }
+    }
+    const loom_attention_batch ab = batch.attention();
+    const loom_tensor_view qv = view(q.data(), {T, H, D}), kv = view(k.data(), {T, KVH, D}),
+                           vv = view(v.data(), {T, KVH, D});
+    loom_tensor_view ov = view(out.data(), {T, H, D});
+    plugin.call("forward", &loom_attention_vtable::forward, &ab, &qv, &kv, &vv, &pool.k(0), &pool.v(0), &ov);
+  }
+  return out;
+}
+
+// Dense reference for the test step, in double: [num_tokens, heads, D] in batch order.
+std::vector<double> reference(const Problem& p) {
+  const Shape& s = p.shape;
+  const int32_t H = s.n_heads, KVH = s.n_kv_heads, D = s.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
+  std::vector<double> out;
+  for (size_t i = 0; i < kPlan.size(); ++i) {
+    for (int32_t pos = kPlan[i].prior; pos < kPlan[i].prior + kPlan[i].fresh; ++pos) {
+      for (int32_t h = 0; h < H; ++h) {
+        const int32_t kvh = h / (H / KVH);
+        std::vector<double> w(static_cast<size_t>(pos) + 1);
+        double mx = -INFINITY;
+        for (int32_t j = 0; j <= pos; ++j) {
+          double dot = 0;
+          for (int32_t d = 0; d < D; ++d)
+            dot += double(p.q[i][(pos * H + h) * D + d]) * p.k[i][(j * KVH + kvh) * D + d];
+          w[static_cast<size_t>(j)] = dot * scale;
+          mx = std::max(mx, w[static_cast<size_t>(j)]);
+        }
+        double sum = 0;
+        for (auto& x : w) sum += (x = std::exp(x - mx));
+        for (int32_t d = 0; d < D; ++d) {
+          double acc = 0;
+          for (int32_t j = 0; j <= pos; ++j) acc += w[static_cast<size_t>(j)] * p.v[i][(j * KVH + kvh) * D + d];
+          out.push_back(acc / sum);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+class AttentionConformance : public ::testing::TestWithParam<std::tuple<std::string, Shape>> {
+ protected:
+  std::unique_ptr<LoadedPlugin> make(const std::string& name, const Shape& s, std::string* skip) {
+    loom_attention_create_args a{};
+    a.struct_size = sizeof(a);
+    a.n_heads = s.n_heads;
+    a.n_kv_heads = s.n_kv_heads;
+    a.head_dim = s.head_dim;
+    a.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+    a.kv_dtype = LOOM_DTYPE_F32;
+    a.block_size = s.block_size;
+    a.device = loom_device{LOOM_DEVICE_CPU, 0};
+    return conformance::create_or_skip(host_, LOOM_KIND_ATTENTION, name, &a, skip);
+  }
+  ThreadPool threads_{2};
+  PluginHost host_{threads_, {}};
+};
+
+TEST_P(AttentionConformance, MatchesReference) {
+  const auto& [name, shape] = GetParam();
+  const Problem p = make_problem(shape, 17 + static_cast<uint64_t>(shape.head_dim * shape.n_kv_heads));
+  std::string skip;
+  const auto plugin = make(name, shape, &skip);
+  if (!plugin) GTEST_SKIP() << skip;
+  const auto naive = make("naive", shape, &skip);
+  ASSERT_NE(naive, nullptr) << skip;
+
+  const KvPoolShape ps{1, p.num_blocks, shape.block_size, shape.n_kv_heads, shape.head_dim, LOOM_DTYPE_F32};
+  KvPool pool_ref(ps), pool(ps);
+  const std::vector<float> ref_out = run(*naive, p, pool_ref);
+  const std::vector<float> out = run(*plugin, p, pool);
+  const std::vector<double> dense = reference(p);
+  ASSERT_EQ(out.size(), dense.size());
+  for (size_t i = 0; i < dense.size(); ++i) {
+    ASSERT_NEAR(ref_out[i], dense[i], 1e-5) << "naive vs dense reference at " << i;
+    ASSERT_NEAR(out[i], ref_out[i], 2e-5) << name << " vs naive at " << i;
+  }
+  // Every token's K/V landed in its slot, exactly.
+  const int32_t KVH = shape.n_kv_heads, D = shape.head_dim, bs = shape.block_size;
+  for (size_t i = 0; i < kPlan.size(); ++i) {
+    for (int32_t pos = 0; pos < kPlan[i].prior + kPlan[i].fresh; ++pos) {
+      const int64_t slot = static_cast<int64_t>(p.tables[i][static_cast<size_t>(pos / bs)]) * bs + pos % bs;
+      const float* kc = static_cast<const float*>(pool.k(0).data) + slot * KVH * D;
+      const float* vc = static_cast<const float*>(pool.v(0).data) + slot * KVH * D;
+      ASSERT_TRUE(std::equal(kc, kc + KVH * D, p.k[i].begin() + pos * KVH * D)) << "seq " << i << " pos " << pos;
+      ASSERT_TRUE(std::equal(vc, vc + KVH * D, p.v[i].begin() + pos * KVH * D)) << "seq " << i << " pos " << pos;
+    }
+  }
+}
+
+TEST_P(AttentionConformance, BatchedEqualsAlone) {
+  // A token's output must not depend on the other sequences in the batch: run each sequence's
+  // test step on its own and compare bit for bit with the batched run.
+  const auto& [name, shape] = GetParam();
+  const Problem p = make_problem(shape, 99);
+  std::string skip;
+  const auto plugin = make(name, shape, &skip);
+  if (!plugin) GTEST_SKIP() << skip;
+  const KvPoolShape ps{1, p.num_blocks, shape.block_size, shape.n_kv_heads, shape.head_dim, LOOM_DTYPE_F32};
+  KvPool pool(ps);
+  const std::vector<float> batched = run(*plugin, p, pool);
+  // The pool now holds every sequence's context; run each test step again, alone.
+  const int64_t HD = static_cast<int64_t>(shape.n_heads) * shape.head_dim, KVD = int64_t{shape.n_kv_heads} * shape.head_dim;
+  BatchBuilder builder(shape.block_size);
+  int64_t offset = 0;
+  for (size_t i = 0; i < kPlan.size(); ++i) {
+    const int32_t n = kPlan[i].fresh, from = kPlan[i].prior;
+    const std::vector<int32_t> ids(static_cast<size_t>(n), 0);
+    const SeqSchedule seq{ids, from, p.tables[i], true};
+    BuiltBatch b;
+    builder.build(std::span<const SeqSchedule>(&seq, 1), b);
+    std::vector<float> q(p.q[i].begin() + from * HD, p.q[i].begin() + (from + n) * HD);
+    std::vector<float> k(p.k[i].begin() + from * KVD, p.k[i].begin() + (from + n) * KVD);
+    std::vector<float> v(p.v[i].begin() + from * KVD, p.v[i].begin() + (from + n) * KVD);
+    std::vector<float> out(static_cast<size_t>(n * HD));
+    const loom_attention_batch ab = b.attention();
+    const loom_tensor_view qv = view(q.data(), {n, shape.n_heads, shape.head_dim});
+    const loom_tensor_view kv = view(k.data(), {n, shape.n_kv_heads, shape.head_dim});
+    const loom_tensor_view vv = view(v.data(), {n, shape.n_kv_heads, shape.head_dim});
+    loom_tensor_view ov = view(out.data(), {n, shape.n_heads, shape.head_dim});
+    plugin->call("forward", &loom_attention_vtable::forward, &ab, &qv, &kv, &vv, &pool.k(0), &pool.v(0), &ov);
+    EXPECT_TRUE(std::equal(out.begin(), out.end(), batched.begin() + offset)) << "sequence " << i;
+    offset += n * HD;
+  }
+}
+
+const Shape kShapes[] = {{64, 4, 4, 16}, {64, 8, 2, 32}, {128, 8, 1, 16}, {128, 4, 4, 32}, {64, 16, 2, 16}};
+
+INSTANTIATE_TEST_SUITE_P(Plugins, AttentionConformance,
+                         ::testing::Combine(::testing::ValuesIn(conformance::plugin_names()),
+                                            ::testing::ValuesIn(kShapes)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + shape_name(std::get<1>(info.param));
+                         });
+
+TEST(AttentionNaive, RefusesWhatItCannotDo) {
+  ThreadPool threads(1);
+  PluginHost host(threads, {});
+  loom_attention_create_args a{};
+  a.struct_size = sizeof(a);
+  a.n_heads = 4;
+  a.n_kv_heads = 4;
+  a.head_dim = 8;
+  a.scale = 0.35f;
+  a.kv_dtype = LOOM_DTYPE_F16;
+  a.block_size = 16;
+  try {
+    host.create(PluginSpec{LOOM_KIND_ATTENTION, "naive", "", "{}"}, &a);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("kv_dtype f16"), std::string::npos) << e.what();
+  }
+  a.kv_dtype = LOOM_DTYPE_F32;
+  EXPECT_THROW(host.create(PluginSpec{LOOM_KIND_ATTENTION, "naive", "", R"({"tile": 4})"}, &a), Error);
+}
+
+}  // namespace
+}  // namespace loom

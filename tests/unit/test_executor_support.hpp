@@ -1,0 +1,124 @@
+// Shared by the executor tests: loads the in-tree plugins from the test executable's directory
+// through the real plugin host, and runs a Llama model over hand-built batches with a simple
+// block layout (each sequence owns a contiguous range of blocks).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/common/error.hpp"
+#include "core/common/thread_pool.hpp"
+#include "core/executor/batch_builder.hpp"
+#include "core/executor/kv_pool.hpp"
+#include "core/executor/model_executor.hpp"
+#include "core/executor/sampler.hpp"
+#include "core/model/gguf_file.hpp"
+#include "core/plugin/plugin_host.hpp"
+
+namespace loom::test {
+
+inline std::string data_path(const std::string& name) { return std::string(LOOM_TEST_DATA) + "/" + name; }
+
+inline std::vector<int32_t> read_ids(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error("cannot open " + path);
+  std::vector<int32_t> ids;
+  int32_t id;
+  while (in >> id) ids.push_back(id);
+  return ids;
+}
+
+// Attention + quantization plugin instances for a model.
+struct ModelPlugins {
+  ModelPlugins(ThreadPool& pool, const LlamaHparams& hp, int32_t block_size, const std::string& attention = "naive",
+               const std::string& quantization = "none")
+      : host(pool, {}) {
+    loom_attention_create_args aa{};
+    aa.struct_size = sizeof(aa);
+    aa.n_heads = hp.n_heads;
+    aa.n_kv_heads = hp.n_kv_heads;
+    aa.head_dim = hp.head_dim;
+    aa.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    aa.kv_dtype = LOOM_DTYPE_F32;
+    aa.block_size = block_size;
+    aa.device = loom_device{LOOM_DEVICE_CPU, 0};
+    attn = host.create(PluginSpec{LOOM_KIND_ATTENTION, attention, "", "{}"}, &aa);
+    loom_quantization_create_args qa{};
+    qa.struct_size = sizeof(qa);
+    qa.device = loom_device{LOOM_DEVICE_CPU, 0};
+    quant = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, quantization, "", "{}"}, &qa);
+  }
+  AttentionOps attention_ops() const { return {attn->self(), &attn->vtable<loom_attention_vtable>()}; }
+  QuantOps quant_ops() const { return {quant->self(), &quant->vtable<loom_quantization_vtable>()}; }
+
+  PluginHost host;
+  std::unique_ptr<LoadedPlugin> attn;
+  std::unique_ptr<LoadedPlugin> quant;
+};
+
+// One model, one pool, one executor; sequences are given block ranges by the caller.
+class ModelRunner {
+ public:
+  static constexpr int32_t kBlockSize = 16;
+  static constexpr int32_t kNumBlocks = 256;
+
+  explicit ModelRunner(const GgufFile& file, int32_t threads = 2)
+      : weights_(load_llama_weights(file)),
+        threads_(threads),
+        plugins_(threads_, weights_.hparams, kBlockSize),
+        pool_(KvPoolShape{weights_.hparams.n_layers, kNumBlocks, kBlockSize, weights_.hparams.n_kv_heads,
+                          weights_.hparams.head_dim, LOOM_DTYPE_F32}),
+        executor_(weights_, plugins_.attention_ops(), plugins_.quant_ops(), pool_, threads_),
+        builder_(kBlockSize) {}
+
+  const LlamaHparams& hparams() const { return weights_.hparams; }
+  int32_t vocab() const { return weights_.hparams.vocab_size; }
+
+  // Runs one step; returns logits [n_logits, vocab].
+  std::vector<float> step(std::span<const SeqSchedule> seqs) {
+    builder_.build(seqs, batch_);
+    std::vector<float> logits;
+    executor_.execute(batch_, logits);
+    return logits;
+  }
+
+  // A block table of n blocks starting at `first`.
+  static std::vector<int32_t> blocks(int32_t first, int32_t n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) t[static_cast<size_t>(i)] = first + i;
+    return t;
+  }
+
+  // Greedy generation of n tokens after `prompt`, as one sequence using blocks from first_block.
+  std::vector<int32_t> greedy(const std::vector<int32_t>& prompt, int32_t n, int32_t first_block = 0) {
+    std::vector<int32_t> tokens = prompt;
+    const std::vector<int32_t> table = blocks(first_block, kNumBlocks - first_block);
+    int32_t computed = 0;
+    std::vector<int32_t> out;
+    for (int32_t i = 0; i < n; ++i) {
+      SeqSchedule s{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed)), computed, table, true};
+      const std::vector<float> logits = step(std::span<const SeqSchedule>(&s, 1));
+      computed = static_cast<int32_t>(tokens.size());
+      const int32_t next = Sampler::argmax(logits);
+      tokens.push_back(next);
+      out.push_back(next);
+    }
+    return out;
+  }
+
+ private:
+  LlamaWeights weights_;
+  ThreadPool threads_;
+  ModelPlugins plugins_;
+  KvPool pool_;
+  ModelExecutor executor_;
+  BatchBuilder builder_;
+  BuiltBatch batch_;
+};
+
+}  // namespace loom::test
