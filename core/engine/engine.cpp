@@ -1,0 +1,267 @@
+#include "core/engine/engine.hpp"
+
+#include <chrono>
+
+#include "core/common/error.hpp"
+#include "core/common/logging.hpp"
+#include "core/model/tokenizer.hpp"
+
+namespace loom {
+namespace {
+
+int64_t now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+Engine::Engine(const Config& config)
+    : stack_(std::make_unique<RuntimeStack>(config)), seed_rng_(config.runtime.seed) {
+  info_.name = config.model.name;
+  info_.max_model_len = stack_->max_model_len;
+  info_.vocab_size = stack_->tokenizer->vocab_size();
+  info_.created = std::chrono::duration_cast<std::chrono::seconds>(
+                      std::chrono::system_clock::now().time_since_epoch())
+                      .count();
+  publish_stats();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t Engine::submit(GenerateRequest request) {
+  const auto& prompt = request.prompt;
+  LOOM_CHECK(!prompt.empty(), "prompt: must contain at least one token");
+  LOOM_CHECK(request.sampling.max_tokens >= 1, "max_tokens: must be at least 1");
+  const int32_t vocab = info_.vocab_size;
+  for (int32_t id : prompt) {
+    LOOM_CHECK(id >= 0 && id < vocab, "prompt: token id " + std::to_string(id) +
+                                          " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  }
+  const int64_t total = static_cast<int64_t>(prompt.size()) + request.sampling.max_tokens;
+  LOOM_CHECK(total <= info_.max_model_len,
+             "max_tokens: prompt (" + std::to_string(prompt.size()) + " tokens) + max_tokens (" +
+                 std::to_string(request.sampling.max_tokens) + ") = " + std::to_string(total) +
+                 " exceeds the model's context length " + std::to_string(info_.max_model_len));
+  std::string reason;
+  LOOM_CHECK(stack_->kv_fits(static_cast<int32_t>(total), reason), "max_tokens: " + reason);
+
+  const uint64_t id = next_id_.fetch_add(1);
+  std::lock_guard<std::mutex> lock(inbox_mutex_);
+  LOOM_CHECK(!stopping_, "the engine is shutting down");
+  const uint64_t seed = request.sampling.seed ? *request.sampling.seed : seed_rng_();
+  inbox_requests_.push_back(
+      std::make_unique<RequestState>(id, std::move(request), *stack_->tokenizer, now_us(), seed));
+  inbox_cv_.notify_one();
+  return id;
+}
+
+void Engine::abort(uint64_t request_id) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    inbox_aborts_.push_back(request_id);
+  }
+  inbox_cv_.notify_one();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  return stats_;
+}
+
+void Engine::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(inbox_mutex_);
+      inbox_cv_.wait(lock, [&] {
+        return stopping_ || !inbox_requests_.empty() || !inbox_aborts_.empty() || !requests_.empty();
+      });
+      if (stopping_) break;
+    }
+    drain_inbox();
+    if (!requests_.empty()) {
+      try {
+        step();
+      } catch (const std::exception& e) {
+        // A failed step cannot be retried safely: every live request ends with the error.
+        LOOM_LOG_ERROR("engine step failed: {}", e.what());
+        std::vector<uint64_t> ids;
+        for (auto& [id, req] : requests_) ids.push_back(id);
+        for (uint64_t id : ids) finish(*requests_.at(id), FinishReason::kError, e.what());
+      }
+    }
+    publish_stats();
+  }
+  drain_inbox();
+  std::vector<uint64_t> ids;
+  for (auto& [id, req] : requests_) ids.push_back(id);
+  for (uint64_t id : ids) finish(*requests_.at(id), FinishReason::kAbort);
+  publish_stats();
+}
+
+void Engine::drain_inbox() {
+  std::vector<std::unique_ptr<RequestState>> arrivals;
+  std::vector<uint64_t> aborts;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mutex_);
+    arrivals.swap(inbox_requests_);
+    aborts.swap(inbox_aborts_);
+  }
+  for (auto& req : arrivals) {
+    const uint64_t id = req->id;
+    auto& slot = requests_[id];
+    slot = std::move(req);
+    try {
+      stack_->scheduler_add(slot->view());
+    } catch (const std::exception& e) {
+      finish(*slot, FinishReason::kError, e.what());
+    }
+  }
+  for (uint64_t id : aborts) {
+    auto it = requests_.find(id);
+    if (it != requests_.end()) finish(*it->second, FinishReason::kAbort);
+  }
+}
+
+// schedule -> execute -> update.
+void Engine::step() {
+  // schedule: the scheduler decides how many tokens each request advances.
+  const ScheduleResult plan = stack_->schedule(
+      [this](uint64_t id) -> const RequestState* {
+        auto it = requests_.find(id);
+        return it == requests_.end() ? nullptr : it->second.get();
+      },
+      now_us());
+  for (const auto& [id, reason] : plan.rejected) {
+    if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, reason);
+  }
+  for (uint64_t id : plan.preempted) {
+    if (auto it = requests_.find(id); it != requests_.end()) it->second->num_computed_tokens = 0;
+  }
+  // Queue depth and KV use change at scheduling: publish before the (long) forward pass.
+  publish_stats();
+  if (plan.scheduled.empty()) return;
+
+  // execute: one flat batch of every scheduled token.
+  std::vector<StepSequence> seqs;
+  seqs.reserve(plan.scheduled.size());
+  for (const auto& s : plan.scheduled) {
+    RequestState& req = *requests_.at(s.request_id);
+    req.num_computed_tokens += s.num_cached_tokens;
+    seqs.push_back(StepSequence{&req, s.num_new_tokens});
+  }
+  stack_->execute(seqs, logits_);
+
+  // update: advance, sample, detokenize, stop, stream, free.
+  const int32_t vocab = info_.vocab_size;
+  size_t logit_row = 0;
+  for (const auto& seq : seqs) {
+    RequestState& req = *seq.request;
+    req.num_computed_tokens += seq.num_new_tokens;
+    stack_->cache_commit(req.view());
+    if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk: nothing to sample
+    const std::span<const float> row(logits_.data() + logit_row * vocab, vocab);
+    ++logit_row;
+    const int32_t token = stack_->sample(row, req.sampling, req.rng);
+    req.token_ids.push_back(token);
+    emit(req, {token});
+  }
+}
+
+void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens) {
+  const Tokenizer& tok = *stack_->tokenizer;
+  GenerationOutput out;
+  out.token_ids = new_tokens;
+  out.prompt_tokens = req.num_prompt_tokens;
+  out.completion_tokens = req.num_generated();
+
+  std::optional<FinishReason> finish_reason;
+  std::string text;
+  for (int32_t token : new_tokens) {
+    if (!req.sampling.ignore_eos && tok.is_eog(token)) {
+      finish_reason = FinishReason::kStop;  // the end-of-generation token's text is not returned
+      break;
+    }
+    text += req.detokenizer.push(token);
+  }
+  const bool at_limit = req.num_generated() >= req.sampling.max_tokens ||
+                        req.num_tokens() >= info_.max_model_len;
+  if (!finish_reason && at_limit) {
+    finish_reason = FinishReason::kLength;
+    text += req.detokenizer.flush();
+  }
+  StopChecker::Result checked = req.stop_checker.push(text);
+  out.text = std::move(checked.text);
+  if (checked.stopped) {
+    finish_reason = FinishReason::kStop;
+  } else if (finish_reason) {
+    out.text += req.stop_checker.flush();
+  }
+  out.finish = finish_reason;
+  if (out.token_ids.empty() && out.text.empty() && !out.finish) return;
+  const bool done = out.finish.has_value();
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    stats_.generation_tokens_total += static_cast<int64_t>(new_tokens.size());
+  }
+  req.sink(std::move(out));
+  if (done) finish(req, *finish_reason, {});
+}
+
+void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
+  const uint64_t id = req.id;
+  stack_->release(id);
+  // A request finished by emit() has already sent its final output; abort/error send one here.
+  if (reason == FinishReason::kAbort || reason == FinishReason::kError) {
+    GenerationOutput out;
+    out.finish = reason;
+    out.error = std::move(error);
+    out.prompt_tokens = req.num_prompt_tokens;
+    out.completion_tokens = req.num_generated();
+    req.sink(std::move(out));
+  }
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+      ++stats_.requests_finished;
+      stats_.prompt_tokens_total += req.num_prompt_tokens;
+    }
+  }
+  requests_.erase(id);
+}
+
+void Engine::publish_stats() {
+  const RuntimeUsage usage = stack_->usage();
+  std::lock_guard<std::mutex> lock(stats_mutex_);
+  stats_.num_waiting = usage.num_waiting;
+  stats_.num_running = usage.num_running;
+  stats_.num_preemptions = usage.num_preemptions;
+  stats_.kv_total_blocks = usage.kv_total_blocks;
+  stats_.kv_used_blocks = usage.kv_used_blocks;
+  stats_.kv_free_blocks = usage.kv_free_blocks;
+  stats_.kv_num_seqs = usage.kv_num_seqs;
+}
+
+}  // namespace loom

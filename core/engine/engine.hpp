@@ -1,0 +1,68 @@
+// The engine: one dedicated thread running step() = schedule -> execute -> update forever, over
+// the plugins the config chose. HTTP threads talk to it only through EngineInterface (a locked
+// inbox); the engine never waits on a socket.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "core/config/config.hpp"
+#include "core/engine/engine_api.hpp"
+#include "core/engine/request_state.hpp"
+#include "core/engine/runtime_stack.hpp"
+
+namespace loom {
+
+class Engine final : public EngineInterface {
+ public:
+  // Loads the model and every plugin the config names; throws loom::Error with one clear line
+  // on any refusal. The engine thread starts here.
+  explicit Engine(const Config& config);
+  ~Engine() override;
+
+  uint64_t submit(GenerateRequest request) override;
+  void abort(uint64_t request_id) override;
+  EngineStats stats() const override;
+  const ModelInfo& model_info() const override { return info_; }
+  const Tokenizer& tokenizer() const override { return *stack_->tokenizer; }
+
+  // Stops the engine thread; requests still live are finished with kAbort.
+  void shutdown();
+
+ private:
+  void loop();
+  void step();
+  void drain_inbox();
+  // Sends the final output and releases everything the request holds.
+  void finish(RequestState& req, FinishReason reason, std::string error = {});
+  void emit(RequestState& req, std::vector<int32_t> new_tokens);
+  void publish_stats();
+
+  std::unique_ptr<RuntimeStack> stack_;
+  ModelInfo info_;
+
+  // Inbox shared with HTTP threads.
+  mutable std::mutex inbox_mutex_;
+  std::condition_variable inbox_cv_;
+  std::vector<std::unique_ptr<RequestState>> inbox_requests_;
+  std::vector<uint64_t> inbox_aborts_;
+  bool stopping_ = false;
+  std::atomic<uint64_t> next_id_{1};
+  std::mt19937_64 seed_rng_;  // guarded by inbox_mutex_: seeds for requests without one
+
+  // Engine-thread state.
+  std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::vector<float> logits_;  // [n_sampled, vocab]
+
+  mutable std::mutex stats_mutex_;
+  EngineStats stats_;
+  std::thread thread_;
+};
+
+}  // namespace loom

@@ -1,0 +1,34 @@
+#include "core/engine/request_state.hpp"
+
+namespace loom {
+
+RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenizer& tokenizer,
+                           int64_t now_us, uint64_t seed)
+    : id(id_),
+      token_ids(std::move(request.prompt)),
+      num_prompt_tokens(static_cast<int32_t>(token_ids.size())),
+      max_total_tokens(num_prompt_tokens + request.sampling.max_tokens),
+      sampling(std::move(request.sampling)),
+      priority(request.priority),
+      arrival_time_us(now_us),
+      sink(std::move(request.sink)),
+      rng(seed),
+      detokenizer(tokenizer, token_ids),
+      stop_checker(sampling.stop) {}
+
+loom_request_view RequestState::view() const {
+  loom_request_view v{};
+  v.struct_size = sizeof(v);
+  v.request_id = id;
+  v.token_ids = token_ids.data();
+  v.num_tokens = num_tokens();
+  v.num_prompt_tokens = num_prompt_tokens;
+  v.num_computed_tokens = num_computed_tokens;
+  v.max_total_tokens = max_total_tokens;
+  v.priority = priority;
+  v.arrival_time_us = arrival_time_us;
+  v.cache_salt = 0;
+  return v;
+}
+
+}  // namespace loom

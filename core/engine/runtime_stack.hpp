@@ -1,0 +1,101 @@
+// Everything the engine thread drives, assembled from a config in dependency order:
+//   model file -> tokenizer -> thread pool -> plugin host -> cache (asks for the pool) -> KV pool
+//   -> attention + quantization -> model executor -> scheduler -> (cache_offload, semantic_cache)
+// and the typed calls the engine makes into the plugins. Members are destroyed in reverse, so
+// every plugin instance is gone before the libraries and the thread pool.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/common/thread_pool.hpp"
+#include "core/config/config.hpp"
+#include "core/engine/request_state.hpp"
+#include "core/executor/batch_builder.hpp"
+#include "core/executor/kv_pool.hpp"
+#include "core/executor/llama_model.hpp"
+#include "core/executor/model_executor.hpp"
+#include "core/executor/sampler.hpp"
+#include "core/model/gguf_file.hpp"
+#include "core/model/tokenizer.hpp"
+#include "core/plugin/plugin_host.hpp"
+
+namespace loom {
+
+// One step's plan as the engine uses it.
+struct ScheduleResult {
+  std::vector<loom_scheduled_request> scheduled;
+  std::vector<uint64_t> preempted;
+  std::vector<std::pair<uint64_t, std::string>> rejected;  // id, reason
+};
+
+// One scheduled sequence of the step being executed.
+struct StepSequence {
+  RequestState* request;
+  int32_t num_new_tokens;
+};
+
+struct RuntimeUsage {
+  int32_t num_waiting = 0;
+  int32_t num_running = 0;
+  int64_t num_preemptions = 0;
+  int32_t kv_total_blocks = 0;
+  int32_t kv_used_blocks = 0;
+  int32_t kv_free_blocks = 0;
+  int32_t kv_num_seqs = 0;
+};
+
+class RuntimeStack {
+ public:
+  explicit RuntimeStack(const Config& config);
+  ~RuntimeStack();
+
+  // The longest request (prompt + max_tokens) the KV pool can ever hold, found once at load by
+  // asking the cache plugin; used to refuse requests synchronously on HTTP threads.
+  bool kv_fits(int32_t max_total_tokens, std::string& reason) const;
+
+  void scheduler_add(const loom_request_view& view);
+  using RequestLookup = std::function<const RequestState*(uint64_t)>;
+  ScheduleResult schedule(const RequestLookup& lookup, int64_t now_us);
+  // Runs the model on the scheduled tokens; logits get one row per sequence that completes its
+  // tokens this step (in `seqs` order).
+  void execute(std::span<const StepSequence> seqs, std::vector<float>& logits);
+  int32_t sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
+  void cache_commit(const loom_request_view& view);
+  // Frees a finished/aborted request's blocks and removes it from the scheduler.
+  void release(uint64_t request_id);
+  RuntimeUsage usage() const;
+
+  GgufFile model_file;
+  LlamaHparams hparams;
+  std::unique_ptr<Tokenizer> tokenizer;
+  int32_t max_model_len = 0;
+
+ private:
+  std::unique_ptr<ThreadPool> threads_;
+  std::unique_ptr<PluginHost> host_;
+  std::unique_ptr<LoadedPlugin> cache_;
+  std::unique_ptr<KvPool> kv_pool_;
+  std::unique_ptr<LoadedPlugin> attention_;
+  std::unique_ptr<LoadedPlugin> quantization_;
+  std::unique_ptr<ModelExecutor> executor_;
+  std::unique_ptr<LoadedPlugin> scheduler_;
+  std::unique_ptr<LoadedPlugin> cache_offload_;
+  std::unique_ptr<LoadedPlugin> semantic_cache_;
+  std::unique_ptr<BatchBuilder> batch_builder_;
+  BuiltBatch batch_;
+  Sampler sampler_;
+  int32_t max_fit_tokens_ = 0;
+  // Scratch for schedule().
+  std::vector<loom_scheduled_request> sched_buf_;
+  std::vector<uint64_t> preempt_buf_;
+  std::vector<uint64_t> reject_buf_;
+  std::vector<SeqSchedule> seq_buf_;
+};
+
+}  // namespace loom
