@@ -2,6 +2,8 @@
 // refusal lines for missing or unloadable files (no real plugin needed).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -60,9 +62,9 @@ class LoaderDirs : public ::testing::Test {
     fs::remove_all(root_);
     fs::create_directories(root_ / "a");
     fs::create_directories(root_ / "b");
-    touch(root_ / "a" / "libloom-cache-paged.so");
-    touch(root_ / "b" / "libloom-cache-radix.so");
-    touch(root_ / "b" / "libloom-cache-paged.so");
+    touch(root_ / "a" / "libloom-cache-fake_paged.so");
+    touch(root_ / "b" / "libloom-cache-fake_radix.so");
+    touch(root_ / "b" / "libloom-cache-fake_paged.so");
     touch(root_ / "b" / "libloom-cache_offload-host.so");  // another kind: not a cache
     touch(root_ / "b" / "libloom-cache-.so");              // no name: ignored
     touch(root_ / "b" / "README.txt");
@@ -73,6 +75,27 @@ class LoaderDirs : public ::testing::Test {
 
   fs::path root_;
 };
+
+// The names a listing must show: the fakes made here plus the in-tree plugins of that kind built
+// next to the test executable (the loader always searches there too).
+std::vector<std::string> with_built_plugins(const std::string& kind, std::vector<std::string> names) {
+  const std::string prefix = "libloom-" + kind + "-";
+  for (const auto& entry : fs::directory_iterator(executable_dir())) {
+    const std::string file = entry.path().filename().string();
+    if (file.rfind(prefix, 0) == 0 && file.size() > prefix.size() + 3 && file.ends_with(".so")) {
+      names.push_back(file.substr(prefix.size(), file.size() - prefix.size() - 3));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
 
 TEST_F(LoaderDirs, SearchOrderIsConfigDirsThenExecutableDir) {
   PluginLoader loader({dir("a"), dir("b"), dir("a")});
@@ -87,13 +110,13 @@ TEST_F(LoaderDirs, SearchOrderIsConfigDirsThenExecutableDir) {
 
 TEST_F(LoaderDirs, AvailableNamesAndVariants) {
   PluginLoader loader({dir("a"), dir("b")});
-  EXPECT_EQ(loader.available(LOOM_KIND_CACHE), (std::vector<std::string>{"paged", "radix"}));
-  EXPECT_EQ(loader.available(LOOM_KIND_CACHE_OFFLOAD), (std::vector<std::string>{"host"}));
-  PluginSpec spec{LOOM_KIND_CACHE, "paged", "", "{}"};
+  EXPECT_EQ(loader.available(LOOM_KIND_CACHE), with_built_plugins("cache", {"fake_paged", "fake_radix"}));
+  EXPECT_EQ(loader.available(LOOM_KIND_CACHE_OFFLOAD), with_built_plugins("cache_offload", {"host"}));
+  PluginSpec spec{LOOM_KIND_CACHE, "fake_paged", "", "{}"};
   const auto found = loader.locate(spec);
   ASSERT_EQ(found.size(), 2u);  // one per dir, in search order
-  EXPECT_EQ(found[0], root_ / "a" / "libloom-cache-paged.so");
-  EXPECT_EQ(found[1], root_ / "b" / "libloom-cache-paged.so");
+  EXPECT_EQ(found[0], root_ / "a" / "libloom-cache-fake_paged.so");
+  EXPECT_EQ(found[1], root_ / "b" / "libloom-cache-fake_paged.so");
 }
 
 TEST_F(LoaderDirs, MissingNameListsEveryPathAndTheAvailableNames) {
@@ -106,14 +129,14 @@ TEST_F(LoaderDirs, MissingNameListsEveryPathAndTheAvailableNames) {
     EXPECT_EQ(std::string(e.what()),
               "plugin cache 'radixx' (libloom-cache-radixx.so): not found; searched " + dir("a") +
                   "/libloom-cache-radixx.so, " + dir("b") + "/libloom-cache-radixx.so, " + exe +
-                  "; available cache plugins: paged, radix");
+                  "; available cache plugins: " + join(with_built_plugins("cache", {"fake_paged", "fake_radix"})));
     EXPECT_EQ(e.code(), LOOM_ERR_NOT_FOUND);
   }
 }
 
 TEST_F(LoaderDirs, NotAnElfFileIsRefusedWithTheLoadersReason) {
   PluginLoader loader({dir("a")});
-  const auto file = root_ / "a" / "libloom-cache-paged.so";
+  const auto file = root_ / "a" / "libloom-cache-fake_paged.so";
   try {
     loader.open(LOOM_KIND_CACHE, "paged", file);
     FAIL() << "loaded";
@@ -129,7 +152,7 @@ TEST_F(LoaderDirs, NotAnElfFileIsRefusedWithTheLoadersReason) {
 
 TEST_F(LoaderDirs, ExplicitPath) {
   PluginLoader loader({});
-  const std::string file = dir("b") + "/libloom-cache-radix.so";
+  const std::string file = dir("b") + "/libloom-cache-fake_radix.so";
   EXPECT_EQ(loader.locate(PluginSpec{LOOM_KIND_CACHE, "radix", file, "{}"}),
             (std::vector<fs::path>{file}));
   try {
