@@ -20,6 +20,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
+# ccache keys on relative paths under the checkout, so clones in other places share its cache.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
 jobs="$(nproc)"
 # shellcheck disable=SC2086
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE="${LOOM_BUILD_TYPE:-Release}" ${LOOM_CMAKE_ARGS:-}
