@@ -1,5 +1,7 @@
 #include "core/plugin/plugin_host.hpp"
 
+#include "loom/sdk_core.hpp"
+
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/plugin/plugin_kind.hpp"
@@ -14,26 +16,6 @@ struct Scored {
   int32_t score = 0;
   std::string reason;
 };
-
-std::string status_text(loom_status status) {
-  switch (status) {
-    case LOOM_OK:
-      return "ok";
-    case LOOM_ERR_INVALID_ARGUMENT:
-      return "invalid argument";
-    case LOOM_ERR_UNSUPPORTED:
-      return "unsupported";
-    case LOOM_ERR_OUT_OF_MEMORY:
-      return "out of memory";
-    case LOOM_ERR_NOT_FOUND:
-      return "not found";
-    case LOOM_ERR_CONFIG:
-      return "config error";
-    case LOOM_ERR_INTERNAL:
-      return "internal error";
-  }
-  return "status " + std::to_string(static_cast<int>(status));
-}
 
 }  // namespace
 
@@ -103,7 +85,7 @@ std::unique_ptr<LoadedPlugin> PluginHost::create(const PluginSpec& spec,
   if (status != LOOM_OK) {
     if (self != nullptr) desc.destroy(self);
     throw Error(plugin_refusal(spec.kind, spec.name, file,
-                               "create failed (" + status_text(status) + "): " + err.str()),
+                               "create failed (" + std::string(sdk::status_name(status)) + "): " + err.str()),
                 status == LOOM_ERR_CONFIG ? LOOM_ERR_CONFIG : LOOM_ERR_UNSUPPORTED);
   }
   // From here the instance is owned, so any refusal below destroys it.
