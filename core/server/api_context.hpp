@@ -1,0 +1,60 @@
+// What every OpenAI route handler shares: the engine, the route options, and the checks that
+// come before any endpoint's own work (API key, model name, token ids, context length).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/engine/engine_api.hpp"
+#include "core/server/http_exchange.hpp"
+#include "core/server/openai_routes.hpp"
+
+namespace loom {
+
+struct ApiContext {
+  EngineInterface& engine;
+  OpenAiRouteOptions options;
+
+  // 401 unless the request carries the configured API key (no-op when none is configured).
+  void check_api_key(const HttpRequest& request) const;
+  // 400 (code model_not_found) when `model` is set and is not the served model.
+  void check_model(const std::optional<std::string>& model) const;
+  int32_t vocab_size() const;
+};
+
+// 400 naming `param` when ids is empty or an id is outside [0, vocab_size).
+void check_prompt_tokens(const std::vector<int32_t>& ids, int32_t vocab_size,
+                         const std::string& param);
+
+// The max_tokens to generate. A requested value must fit: prompt + max_tokens <= max_model_len
+// (400 naming max_tokens otherwise). Unset, it is `fallback` clamped to the room left, or all
+// the room left when fallback is unset. The prompt alone must leave room for one token (400
+// naming prompt_param). max_model_len <= 0 means unknown: no check, fallback or 16.
+int32_t resolve_max_tokens(size_t n_prompt, std::optional<int32_t> requested, int32_t max_model_len,
+                           std::optional<int32_t> fallback, const std::string& prompt_param);
+
+// Runs fn; a thrown ApiError becomes its error reply, a loom::Error (the engine refusing a
+// request) a 400 carrying its message. The exchange is answered only if fn did not answer it.
+template <typename Fn>
+void reply_errors(HttpExchange& exchange, Fn&& fn);
+
+}  // namespace loom
+
+#include "core/common/error.hpp"
+
+namespace loom {
+
+template <typename Fn>
+void reply_errors(HttpExchange& exchange, Fn&& fn) {
+  try {
+    fn();
+  } catch (const ApiError& e) {
+    exchange.reply(api_error_reply(e));
+  } catch (const Error& e) {
+    exchange.reply(api_error_reply(ApiError(400, e.what())));
+  }
+}
+
+}  // namespace loom

@@ -1,0 +1,73 @@
+#include "core/server/generation_params.hpp"
+
+#include <limits>
+
+#include "core/server/api_error.hpp"
+
+namespace loom {
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+void read_stream_options(const Json& body, GenerationParams& out) {
+  const auto it = body.find("stream_options");
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_object()) {
+    throw bad_field("stream_options",
+                    "'stream_options' must be an object, got " + json_type_text(*it));
+  }
+  out.include_usage =
+      read_bool(*it, "include_usage", "stream_options.include_usage").value_or(false);
+}
+
+}  // namespace
+
+GenerationParams parse_generation_params(const Json& body, bool chat) {
+  GenerationParams out;
+  SamplingParams& s = out.sampling;
+  out.model = read_string(body, "model", "model");
+
+  if (auto v = read_int(body, "max_tokens", "max_tokens", 1, kInt32Max)) {
+    out.max_tokens = static_cast<int32_t>(*v);
+  }
+  if (chat) {
+    if (auto v = read_int(body, "max_completion_tokens", "max_completion_tokens", 1, kInt32Max)) {
+      out.max_tokens = static_cast<int32_t>(*v);
+    }
+  }
+  if (auto v = read_number(body, "temperature", "temperature", 0.0, 2.0)) {
+    s.temperature = static_cast<float>(*v);
+  }
+  if (auto v = read_number(body, "top_p", "top_p", 0.0, 1.0, /*min_exclusive=*/true)) {
+    s.top_p = static_cast<float>(*v);
+  }
+  if (auto v = read_int(body, "top_k", "top_k", -1, kInt32Max)) {
+    s.top_k = *v <= 0 ? 0 : static_cast<int32_t>(*v);  // -1 (vLLM) and 0 both mean off
+  }
+  if (auto v = read_number(body, "min_p", "min_p", 0.0, 1.0)) s.min_p = static_cast<float>(*v);
+  // Negative seeds are accepted (Python clients send them) and keep their bits.
+  if (auto v = read_int(body, "seed", "seed", kInt64Min, kInt64Max)) {
+    s.seed = static_cast<uint64_t>(*v);
+  }
+  if (auto v = read_string_list(body, "stop", "stop", kMaxStopStrings)) {
+    for (size_t i = 0; i < v->size(); ++i) {
+      if ((*v)[i].empty()) {
+        throw bad_field("stop",
+                        "'stop' strings must not be empty (entry " + std::to_string(i) + " is)");
+      }
+    }
+    s.stop = std::move(*v);
+  }
+  if (auto n = read_int(body, "n", "n", kInt64Min, kInt64Max); n && *n != 1) {
+    throw bad_field("n", "'n' must be 1 (several choices per request are not supported), got " +
+                             std::to_string(*n));
+  }
+  s.ignore_eos = read_bool(body, "ignore_eos", "ignore_eos").value_or(false);
+  out.stream = read_bool(body, "stream", "stream").value_or(false);
+  read_stream_options(body, out);
+  return out;
+}
+
+}  // namespace loom

@@ -1,0 +1,29 @@
+// The request fields /v1/completions and /v1/chat/completions share: the model name, the
+// sampling parameters and the streaming switches, parsed and range-checked into native types.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "core/engine/engine_api.hpp"
+#include "core/server/json_fields.hpp"
+
+namespace loom {
+
+inline constexpr size_t kMaxStopStrings = 16;
+
+struct GenerationParams {
+  std::optional<std::string> model;   // as sent; checked against the served name by the route
+  SamplingParams sampling;            // max_tokens left at its default when unset
+  std::optional<int32_t> max_tokens;  // unset: the route picks the default
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+};
+
+// Reads model, max_tokens (chat: max_completion_tokens wins over it), temperature [0, 2],
+// top_p (0, 1], top_k (-1 or 0 = off, else >= 1), min_p [0, 1], seed (any 64-bit integer),
+// stop (a string or up to kMaxStopStrings non-empty strings), n (only 1), ignore_eos, stream,
+// stream_options. Throws a 400 ApiError naming the field. Other fields are ignored, as vLLM does.
+GenerationParams parse_generation_params(const Json& body, bool chat);
+
+}  // namespace loom

@@ -1,0 +1,45 @@
+// loom-server's HTTP side: the OpenAI-compatible API of one engine on host:port. It owns the
+// transport (HttpListener) and the routes; main() builds it, start()s it, and stop()s it on
+// SIGTERM.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/engine/engine_api.hpp"
+#include "core/server/http_listener.hpp"
+
+namespace loom {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;                      // 0 = an ephemeral port (tests); port() tells which
+  int32_t threads = 2;                       // HTTP I/O threads
+  int64_t max_body_bytes = 8 * 1024 * 1024;  // larger request bodies get a 413
+  std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <api_key>"
+};
+
+class HttpServer {
+ public:
+  // `engine` must outlive the server.
+  HttpServer(EngineInterface& engine, ServerOptions options);
+  ~HttpServer();
+
+  // Binds and serves in background threads; throws loom::Error naming host:port on failure.
+  void start();
+  uint16_t port() const;
+
+  // Graceful: stops accepting, /health turns 503, waits up to `drain` for pending responses,
+  // then closes all connections (aborting what is left in the engine) and joins the threads.
+  // Call from any thread but an HTTP one.
+  void stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
+
+ private:
+  std::shared_ptr<std::atomic<bool>> draining_;
+  std::unique_ptr<HttpListener> listener_;
+};
+
+}  // namespace loom

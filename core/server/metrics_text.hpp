@@ -1,0 +1,16 @@
+// GET /metrics: the engine's stats in the Prometheus text exposition format (version 0.0.4).
+// Names follow vLLM's with a `loom:` prefix so existing dashboards need only the prefix changed;
+// every sample carries model_name="<served name>" as vLLM's do.
+#pragma once
+
+#include <string>
+
+#include "core/engine/engine_api.hpp"
+
+namespace loom {
+
+inline constexpr const char* kMetricsContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+std::string render_metrics(const EngineStats& stats, const std::string& model_name);
+
+}  // namespace loom
