@@ -1,0 +1,305 @@
+// attention/flash_cpu: tiled online-softmax attention over the paged KV pool, GQA-aware and
+// threaded through the host's parallel_for.
+//
+// One forward call:
+//   1. checks every shape, position, slot and block-table entry it will touch (so the parallel
+//      part cannot go out of bounds and never throws);
+//   2. writes this step's K/V rows into the pool at slot_mapping, exactly as `naive` does;
+//   3. splits the batch into work items (sequence, kv_head, tile of that sequence's query tokens)
+//      — prefill chunks and decodes alike — and runs the tile kernel on each.
+//
+// Work item region map, for one sequence with tokens [query_start[s], query_start[s+1]):
+//   | tile 0: kTileRows/G tokens | tile 1 | ... | last tile (shorter) |   x  n_kv_heads
+// Each item's rows are (token of the tile) x (the G query heads of its KV head), so a KV block is
+// read once for G * tokens rows. Tiles are cut relative to the sequence's first token, and a
+// row's result does not depend on its tile-mates, so batched and alone runs agree bit for bit.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "flash_cpu_kernel.hpp"
+#include "loom/attention.h"
+#include "loom/sdk.hpp"
+
+namespace {
+
+using loom::sdk::ConfigError;
+using loom::sdk::Error;
+namespace fc = loom::flash_cpu;
+
+// Rows (token x query head) per tile: the accumulators of a tile ([rows, head_dim] floats, 32 KiB
+// at head_dim 128) stay in L2 while the K/V block being folded in stays in L1.
+constexpr int32_t kTileRows = 64;
+constexpr int32_t kMaxHeadDim = 256;
+
+struct Options {
+  bool simd = true;  // "simd": "auto" (default) or "portable" (forces the portable kernel)
+};
+
+Options parse_config(std::string_view config_json) {
+  const std::string text(config_json);
+  nlohmann::json j = nlohmann::json::object();
+  if (!text.empty()) {
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw ConfigError(std::string("attention flash_cpu: config is not valid JSON: ") + e.what());
+    }
+  }
+  if (!j.is_object()) throw ConfigError("attention flash_cpu: config must be a JSON object");
+  Options o;
+  std::string problems;
+  auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "; ") + ("attention flash_cpu: " + p); };
+  for (const auto& item : j.items()) {
+    if (item.key() == "simd") {
+      const auto& v = item.value();
+      if (v.is_string() && v.get<std::string>() == "auto") {
+        o.simd = true;
+      } else if (v.is_string() && v.get<std::string>() == "portable") {
+        o.simd = false;
+      } else {
+        add("\"simd\" must be \"auto\" or \"portable\", got " + v.dump());
+      }
+    } else {
+      add("unknown key \"" + item.key() + "\" (valid keys: simd)");
+    }
+  }
+  if (!problems.empty()) throw ConfigError(problems);
+  return o;
+}
+
+std::string dtype_name(loom_dtype t) {
+  switch (t) {
+    case LOOM_DTYPE_F32: return "f32";
+    case LOOM_DTYPE_F16: return "f16";
+    case LOOM_DTYPE_BF16: return "bf16";
+    case LOOM_DTYPE_I8: return "i8";
+    case LOOM_DTYPE_U8: return "u8";
+    case LOOM_DTYPE_Q8_0: return "q8_0";
+    case LOOM_DTYPE_FP8_E4M3: return "fp8_e4m3";
+    default: return "dtype " + std::to_string(static_cast<int>(t));
+  }
+}
+
+// Rank, dtype and extents (-1 = any) of a view; its innermost dimension must be contiguous.
+void expect_view(const loom_tensor_view* t, const char* name, std::initializer_list<int64_t> shape) {
+  const std::string n(name);
+  if (t == nullptr || t->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, n + " is null");
+  if (t->dtype != LOOM_DTYPE_F32)
+    throw Error(LOOM_ERR_UNSUPPORTED, n + ": " + dtype_name(t->dtype) + " is not f32 (the only dtype flash_cpu handles)");
+  const auto rank = static_cast<int32_t>(shape.size());
+  if (t->ndim != rank)
+    throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                n + ": expected " + std::to_string(rank) + " dims, got " + std::to_string(t->ndim));
+  int32_t d = 0;
+  for (int64_t want : shape) {
+    if (want >= 0 && t->shape[d] != want)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, n + ": dim " + std::to_string(d) + " is " + std::to_string(t->shape[d]) +
+                                                 ", expected " + std::to_string(want));
+    ++d;
+  }
+  if (t->strides[rank - 1] != 1) throw Error(LOOM_ERR_INVALID_ARGUMENT, n + ": innermost dimension must be contiguous");
+}
+
+class FlashCpuAttention {
+ public:
+  FlashCpuAttention(const loom::sdk::Host& host, const loom_attention_create_args& args, std::string_view config)
+      : host_(host), args_(args) {
+    const Options opt = parse_config(config);
+    if (args.n_heads <= 0 || args.n_kv_heads <= 0 || args.n_heads % args.n_kv_heads != 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "attention flash_cpu: n_heads " + std::to_string(args.n_heads) +
+                                                 " is not a positive multiple of n_kv_heads " +
+                                                 std::to_string(args.n_kv_heads));
+    if (args.block_size <= 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "attention flash_cpu: block_size must be positive");
+    if (args.head_dim <= 0 || args.head_dim % 4 != 0 || args.head_dim > kMaxHeadDim)
+      throw Error(LOOM_ERR_UNSUPPORTED, "attention flash_cpu: head_dim " + std::to_string(args.head_dim) +
+                                            " is not supported (a multiple of 4 up to " + std::to_string(kMaxHeadDim) +
+                                            ")");
+    if (args.kv_dtype != LOOM_DTYPE_F32)
+      throw Error(LOOM_ERR_UNSUPPORTED, "attention flash_cpu: kv_dtype " + dtype_name(args.kv_dtype) +
+                                            " is not supported (only f32)");
+    if (args.device.type != LOOM_DEVICE_CPU)
+      throw Error(LOOM_ERR_UNSUPPORTED, "attention flash_cpu: runs on the CPU only, not on device type " +
+                                            std::to_string(args.device.type));
+    const char* kernel_name = "";
+    kernel_ = fc::select_tile_kernel(opt.simd, &kernel_name);
+    scratch_.resize(static_cast<size_t>(host_.num_threads()));
+    host_.log(LOOM_LOG_DEBUG, "attention flash_cpu: ", kernel_name, " kernel, ", host_.num_threads(), " threads");
+  }
+
+  static void validate(std::string_view config, std::string& problems) {
+    try {
+      parse_config(config);
+    } catch (const ConfigError& e) {
+      problems = e.what();
+    }
+  }
+
+  void forward(const loom_attention_batch* b, const loom_tensor_view* q, const loom_tensor_view* k,
+               const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache,
+               loom_tensor_view* out) {
+    if (b == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "batch is null");
+    const int64_t T = b->num_tokens, H = args_.n_heads, KVH = args_.n_kv_heads, D = args_.head_dim;
+    if (b->block_size != args_.block_size)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "batch block_size " + std::to_string(b->block_size) +
+                                                 " differs from the plugin's " + std::to_string(args_.block_size));
+    expect_view(q, "q", {T, H, D});
+    expect_view(k, "k", {T, KVH, D});
+    expect_view(v, "v", {T, KVH, D});
+    expect_view(out, "out", {T, H, D});
+    expect_view(k_cache, "k_cache", {-1, b->block_size, KVH, D});
+    expect_view(v_cache, "v_cache", {k_cache->shape[0], b->block_size, KVH, D});
+    if (T == 0) return;
+    check_batch(*b, k_cache->shape[0]);
+    write_kv(*b, *k, *v, *k_cache, *v_cache);
+    build_items(*b);
+    run_items(*b, *q, *k_cache, *v_cache, *out);
+  }
+
+ private:
+  // A tile of one sequence's query tokens against one KV head. `cost` ~ rows x blocks walked.
+  struct Item {
+    int32_t seq, kv_head, token_begin, token_end;
+    int64_t cost;
+  };
+
+  // Every index the parallel part will use is checked here, once.
+  void check_batch(const loom_attention_batch& b, int64_t num_blocks) const {
+    const int64_t T = b.num_tokens, num_slots = num_blocks * b.block_size;
+    if (b.num_seqs < 0 || b.query_start[0] != 0 || b.query_start[b.num_seqs] != T)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "query_start must run from 0 to num_tokens");
+    for (int32_t s = 0; s < b.num_seqs; ++s) {
+      if (b.query_start[s + 1] < b.query_start[s])
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, "query_start decreases at sequence " + std::to_string(s));
+      int32_t max_pos = -1;
+      for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) {
+        const int32_t pos = b.positions[t];
+        if (pos < 0 || pos >= b.seq_lens[s] || pos / b.block_size >= b.max_blocks_per_seq)
+          throw Error(LOOM_ERR_INVALID_ARGUMENT, "token " + std::to_string(t) + ": position " + std::to_string(pos) +
+                                                     " outside its sequence (seq_len " + std::to_string(b.seq_lens[s]) +
+                                                     ")");
+        if (b.slot_mapping[t] < 0 || b.slot_mapping[t] >= num_slots)
+          throw Error(LOOM_ERR_INVALID_ARGUMENT, "token " + std::to_string(t) + ": slot " +
+                                                     std::to_string(b.slot_mapping[t]) + " outside the pool");
+        max_pos = std::max(max_pos, pos);
+      }
+      const int32_t* table = b.block_tables + static_cast<int64_t>(s) * b.max_blocks_per_seq;
+      for (int32_t i = 0; i <= max_pos / b.block_size && max_pos >= 0; ++i) {
+        if (table[i] < 0 || table[i] >= num_blocks)
+          throw Error(LOOM_ERR_INVALID_ARGUMENT, "sequence " + std::to_string(s) + ": block table entry " +
+                                                     std::to_string(i) + " is block " + std::to_string(table[i]) +
+                                                     ", outside the pool of " + std::to_string(num_blocks));
+      }
+    }
+  }
+
+  // Row [slot / block_size, slot % block_size, h, :] of a pool view.
+  static float* pool_row(const loom_tensor_view& c, int64_t slot, int64_t h) {
+    const int64_t bs = c.shape[1];
+    return static_cast<float*>(c.data) + (slot / bs) * c.strides[0] + (slot % bs) * c.strides[1] + h * c.strides[2];
+  }
+
+  // Step 1: the new K/V rows go in first, so a token attends to itself and to the earlier tokens
+  // of the same step. Serial on purpose: duplicate slots (never valid) still end last-write-wins,
+  // exactly like `naive`.
+  void write_kv(const loom_attention_batch& b, const loom_tensor_view& k, const loom_tensor_view& v,
+                const loom_tensor_view& k_cache, const loom_tensor_view& v_cache) const {
+    const size_t row_bytes = static_cast<size_t>(args_.head_dim) * sizeof(float);
+    for (int64_t t = 0; t < b.num_tokens; ++t) {
+      const int64_t slot = b.slot_mapping[t];
+      for (int64_t h = 0; h < args_.n_kv_heads; ++h) {
+        std::memcpy(pool_row(k_cache, slot, h), static_cast<const float*>(k.data) + t * k.strides[0] + h * k.strides[1],
+                    row_bytes);
+        std::memcpy(pool_row(v_cache, slot, h), static_cast<const float*>(v.data) + t * v.strides[0] + h * v.strides[1],
+                    row_bytes);
+      }
+    }
+  }
+
+  // Step 2: the work items, most expensive first so the dynamic hand-out below ends evenly.
+  void build_items(const loom_attention_batch& b) {
+    const int32_t group = args_.n_heads / args_.n_kv_heads;
+    const int32_t tile_tokens = std::max(1, kTileRows / group);
+    items_.clear();
+    for (int32_t s = 0; s < b.num_seqs; ++s) {
+      for (int32_t t0 = b.query_start[s]; t0 < b.query_start[s + 1]; t0 += tile_tokens) {
+        const int32_t t1 = std::min(b.query_start[s + 1], t0 + tile_tokens);
+        int32_t max_pos = 0;
+        for (int32_t t = t0; t < t1; ++t) max_pos = std::max(max_pos, b.positions[t]);
+        const int64_t cost = int64_t{t1 - t0} * group * (max_pos / b.block_size + 1);
+        for (int32_t g = 0; g < args_.n_kv_heads; ++g) items_.push_back(Item{s, g, t0, t1, cost});
+      }
+    }
+    std::stable_sort(items_.begin(), items_.end(), [](const Item& x, const Item& y) { return x.cost > y.cost; });
+  }
+
+  // Step 3: one parallel_for index per thread, each pulling items from a shared counter — item
+  // costs differ by orders of magnitude (a 1-token decode vs a long prefill tile), so a static
+  // split of the item range would leave threads idle.
+  void run_items(const loom_attention_batch& b, const loom_tensor_view& q, const loom_tensor_view& k_cache,
+                 const loom_tensor_view& v_cache, const loom_tensor_view& out) {
+    const int32_t group = args_.n_heads / args_.n_kv_heads;
+    const auto n_items = static_cast<int64_t>(items_.size());
+    std::atomic<int64_t> next{0};
+    const int64_t workers = std::min<int64_t>(n_items, static_cast<int64_t>(scratch_.size()));
+    host_.parallel_for(workers, [&](int64_t begin, int64_t end, int32_t thread) {
+      if (thread < 0 || static_cast<size_t>(thread) >= scratch_.size())
+        throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
+      if (begin >= end) return;
+      Scratch& sc = scratch_[static_cast<size_t>(thread)];
+      for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
+           i = next.fetch_add(1, std::memory_order_relaxed)) {
+        const Item& it = items_[static_cast<size_t>(i)];
+        const int32_t rows = (it.token_end - it.token_begin) * group;
+        sc.q_rows.resize(static_cast<size_t>(rows));
+        sc.out_rows.resize(static_cast<size_t>(rows));
+        sc.row_pos.resize(static_cast<size_t>(rows));
+        size_t r = 0;
+        for (int64_t t = it.token_begin; t < it.token_end; ++t) {
+          for (int64_t h = int64_t{it.kv_head} * group; h < int64_t{it.kv_head + 1} * group; ++h, ++r) {
+            sc.q_rows[r] = static_cast<const float*>(q.data) + t * q.strides[0] + h * q.strides[1];
+            sc.out_rows[r] = static_cast<float*>(out.data) + t * out.strides[0] + h * out.strides[1];
+            sc.row_pos[r] = b.positions[t];
+          }
+        }
+        const fc::TileArgs a{sc.q_rows.data(),
+                             sc.out_rows.data(),
+                             sc.row_pos.data(),
+                             rows,
+                             b.block_tables + static_cast<int64_t>(it.seq) * b.max_blocks_per_seq,
+                             static_cast<const float*>(k_cache.data) + it.kv_head * k_cache.strides[2],
+                             static_cast<const float*>(v_cache.data) + it.kv_head * v_cache.strides[2],
+                             k_cache.strides[0],
+                             k_cache.strides[1],
+                             v_cache.strides[0],
+                             v_cache.strides[1],
+                             args_.block_size,
+                             args_.head_dim,
+                             args_.scale};
+        kernel_(a, sc.tile);
+      }
+    });
+  }
+
+  loom::sdk::Host host_;
+  loom_attention_create_args args_;
+  fc::TileKernel kernel_ = nullptr;
+  std::vector<Item> items_;  // [work items] of the current step, reused across steps
+  struct Scratch {
+    std::vector<const float*> q_rows;  // [rows] of the item being run
+    std::vector<float*> out_rows;      // [rows]
+    std::vector<int32_t> row_pos;      // [rows]
+    fc::TileScratch tile;
+  };
+  std::vector<Scratch> scratch_;  // per thread, reused across steps
+};
+
+}  // namespace
+
+LOOM_ATTENTION_PLUGIN(FlashCpuAttention, "flash_cpu", "0.1.0",
+                      "tiled online-softmax attention over the paged KV pool (GQA-aware, threaded, SIMD)");

@@ -1,0 +1,181 @@
+// The tile kernel, written once as always-inline helpers and instantiated twice: a portable
+// build (whatever the baseline ISA is) and, on x86-64, one under target("avx2,fma") chosen at run
+// time. The loops are plain and contiguous so GCC's -O3 vectoriser turns them into SIMD code in
+// both builds; no intrinsics.
+#include "flash_cpu_kernel.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace loom::flash_cpu {
+namespace {
+
+// Independent partial sums: a float reduction is only vectorised when its order is spelled out
+// (no -ffast-math here), and 16 lanes are two AVX registers, hiding the add latency.
+constexpr int32_t kLanes = 16;
+
+[[gnu::always_inline]] inline float dot(const float* __restrict a, const float* __restrict b, int32_t n) {
+  float s[kLanes] = {};
+  int32_t d = 0;
+  for (; d + kLanes <= n; d += kLanes) {
+    for (int32_t i = 0; i < kLanes; ++i) s[i] += a[d + i] * b[d + i];
+  }
+  for (int32_t i = 0; d + i < n; ++i) s[i] += a[d + i] * b[d + i];  // tail: fewer than kLanes
+  // Pairwise fold with constant trip counts, so it stays in vector registers.
+  for (int32_t i = 0; i < 8; ++i) s[i] += s[i + 8];
+  for (int32_t i = 0; i < 4; ++i) s[i] += s[i + 4];
+  for (int32_t i = 0; i < 2; ++i) s[i] += s[i + 2];
+  return s[0] + s[1];
+}
+static_assert(kLanes == 16, "dot's fold is written for 16 lanes");
+
+// Four dot products of `q` with k0..k3, each summed exactly as dot() sums it (same lanes, same
+// fold), so a score never depends on whether its key went through here or through dot(). Loading
+// q once for four keys halves the loads per multiply-add.
+[[gnu::always_inline]] inline void dot4(const float* __restrict q, const float* __restrict k0,
+                                        const float* __restrict k1, const float* __restrict k2,
+                                        const float* __restrict k3, int32_t n, float* out) {
+  float s0[kLanes] = {}, s1[kLanes] = {}, s2[kLanes] = {}, s3[kLanes] = {};
+  int32_t d = 0;
+  for (; d + kLanes <= n; d += kLanes) {
+    for (int32_t i = 0; i < kLanes; ++i) {
+      const float x = q[d + i];
+      s0[i] += x * k0[d + i];
+      s1[i] += x * k1[d + i];
+      s2[i] += x * k2[d + i];
+      s3[i] += x * k3[d + i];
+    }
+  }
+  for (int32_t i = 0; d + i < n; ++i) {
+    const float x = q[d + i];
+    s0[i] += x * k0[d + i];
+    s1[i] += x * k1[d + i];
+    s2[i] += x * k2[d + i];
+    s3[i] += x * k3[d + i];
+  }
+  float* lanes[4] = {s0, s1, s2, s3};
+  for (int32_t c = 0; c < 4; ++c) {
+    float* t = lanes[c];
+    for (int32_t i = 0; i < 8; ++i) t[i] += t[i + 8];
+    for (int32_t i = 0; i < 4; ++i) t[i] += t[i + 4];
+    for (int32_t i = 0; i < 2; ++i) t[i] += t[i + 2];
+    out[c] = t[0] + t[1];
+  }
+}
+
+// acc += w * x over n contiguous floats.
+[[gnu::always_inline]] inline void axpy(float* __restrict acc, float w, const float* __restrict x, int32_t n) {
+#pragma GCC ivdep
+  for (int32_t d = 0; d < n; ++d) acc[d] += w * x[d];
+}
+
+// acc += w[0] * x0 + w[1] * x1 + w[2] * x2 + w[3] * x3, added in that order: the same sums as
+// four axpy calls, with one load and store of acc instead of four.
+[[gnu::always_inline]] inline void axpy4(float* __restrict acc, const float* w, const float* __restrict x0,
+                                         const float* __restrict x1, const float* __restrict x2,
+                                         const float* __restrict x3, int32_t n) {
+  const float w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+#pragma GCC ivdep
+  for (int32_t d = 0; d < n; ++d) {
+    float a = acc[d];
+    a += w0 * x0[d];
+    a += w1 * x1[d];
+    a += w2 * x2[d];
+    a += w3 * x3[d];
+    acc[d] = a;
+  }
+}
+
+[[gnu::always_inline]] inline void scale_in_place(float* __restrict x, float f, int32_t n) {
+#pragma GCC ivdep
+  for (int32_t d = 0; d < n; ++d) x[d] *= f;
+}
+
+// Folds one KV block into one row's running state. `n` (1..block_size) keys of the block are
+// admitted by the row's position; `k`/`v` point at the block's first row for this KV head.
+[[gnu::always_inline]] inline void fold_block(const TileArgs& a, const float* q, const float* k, const float* v,
+                                              int32_t n, float& m, float& l, float* acc, float* scores) {
+  const int32_t D = a.head_dim;
+  float block_max = -std::numeric_limits<float>::infinity();
+  const int64_t ks = a.k_row_stride;
+  int32_t i = 0;
+  for (; i + 4 <= n; i += 4) dot4(q, k + i * ks, k + (i + 1) * ks, k + (i + 2) * ks, k + (i + 3) * ks, D, scores + i);
+  for (; i < n; ++i) scores[i] = dot(q, k + i * ks, D);
+  for (int32_t j = 0; j < n; ++j) {
+    scores[j] *= a.scale;
+    block_max = std::max(block_max, scores[j]);
+  }
+  const float m_new = std::max(m, block_max);
+  // First block: m is -inf, so alpha is 0 and the zeroed accumulator stays zero.
+  const float alpha = std::exp(m - m_new);
+  float sum = 0.0f;
+  for (int32_t j = 0; j < n; ++j) {
+    scores[j] = std::exp(scores[j] - m_new);
+    sum += scores[j];
+  }
+  l = l * alpha + sum;
+  m = m_new;
+  if (alpha != 1.0f) scale_in_place(acc, alpha, D);
+  const int64_t vs = a.v_row_stride;
+  int32_t j = 0;
+  for (; j + 4 <= n; j += 4) axpy4(acc, scores + j, v + j * vs, v + (j + 1) * vs, v + (j + 2) * vs, v + (j + 3) * vs, D);
+  for (; j < n; ++j) axpy(acc, scores[j], v + j * vs, D);
+}
+
+[[gnu::always_inline]] inline void tile_body(const TileArgs& a, TileScratch& s) {
+  const int32_t R = a.rows, D = a.head_dim, bs = a.block_size;
+  if (R <= 0) return;
+  s.acc.assign(static_cast<size_t>(R) * D, 0.0f);
+  s.m.assign(static_cast<size_t>(R), -std::numeric_limits<float>::infinity());
+  s.l.assign(static_cast<size_t>(R), 0.0f);
+  if (s.scores.size() < static_cast<size_t>(bs)) s.scores.resize(static_cast<size_t>(bs));
+  int32_t max_pos = 0;
+  for (int32_t r = 0; r < R; ++r) max_pos = std::max(max_pos, a.row_pos[r]);
+
+  // Block order is the same for every row (0, 1, 2, ...), so each row sees the same sequence
+  // of rescalings whatever tile it is in.
+  for (int32_t b = 0; b <= max_pos / bs; ++b) {
+    const int64_t block = a.block_table[b];
+    const float* k = a.k_head + block * a.k_block_stride;  // [block_size, .., head_dim] rows
+    const float* v = a.v_head + block * a.v_block_stride;
+    const int32_t first = b * bs;
+    for (int32_t r = 0; r < R; ++r) {
+      // Causal mask by position: keys first .. row_pos[r] of this block.
+      const int32_t n = std::min(bs, a.row_pos[r] - first + 1);
+      if (n <= 0) continue;
+      fold_block(a, a.q_rows[r], k, v, n, s.m[static_cast<size_t>(r)], s.l[static_cast<size_t>(r)],
+                 s.acc.data() + static_cast<size_t>(r) * D, s.scores.data());
+    }
+  }
+  // A true division, not a multiply by 1/l: when weights are exact (equal scores) the mean is too.
+  for (int32_t r = 0; r < R; ++r) {
+    const float l = s.l[static_cast<size_t>(r)];
+    const float* acc = s.acc.data() + static_cast<size_t>(r) * D;
+    float* o = a.out_rows[r];
+    for (int32_t d = 0; d < D; ++d) o[d] = acc[d] / l;
+  }
+}
+
+void tile_portable(const TileArgs& a, TileScratch& s) { tile_body(a, s); }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+[[gnu::target("avx2,fma")]] void tile_avx2(const TileArgs& a, TileScratch& s) { tile_body(a, s); }
+#endif
+
+}  // namespace
+
+TileKernel select_tile_kernel(bool allow_simd, const char** name) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (allow_simd && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    if (name != nullptr) *name = "avx2+fma";
+    return tile_avx2;
+  }
+#else
+  (void)allow_simd;
+#endif
+  if (name != nullptr) *name = "portable";
+  return tile_portable;
+}
+
+}  // namespace loom::flash_cpu

@@ -1,0 +1,48 @@
+// attention/flash_cpu: the tile kernel — online-softmax attention of a tile of query rows that
+// share one KV head, walking that head's KV blocks one block at a time.
+//
+// A "row" is one (query token, query head) pair. All rows of a tile belong to one sequence and
+// one GQA group, so every K/V block row is read from memory once and reused from L1 for every
+// row of the tile. Each row keeps a running max m, a running sum l and an accumulator acc that
+// is rescaled by exp(m_old - m_new) whenever the max grows; no full score matrix exists.
+//
+// Invariant the plugin relies on: a row's result depends only on its own query, its position
+// and its sequence's K/V — never on the other rows of the tile — so tiling choices and batch
+// composition cannot change a single bit of the output.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace loom::flash_cpu {
+
+// One work item: rows of one sequence against one KV head of the paged pool.
+struct TileArgs {
+  const float* const* q_rows;  // [rows] -> [head_dim] query of each row (RoPE applied)
+  float* const* out_rows;      // [rows] -> [head_dim] where each row's result goes
+  const int32_t* row_pos;      // [rows] position of each row's token; it attends to 0..pos
+  int32_t rows;
+  const int32_t* block_table;  // [>= max(row_pos) / block_size + 1] this sequence's blocks
+  const float* k_head;         // k_cache data advanced to this KV head
+  const float* v_head;         // v_cache data advanced to this KV head
+  int64_t k_block_stride, k_row_stride;  // k_cache strides of dims 0 (block) and 1 (slot)
+  int64_t v_block_stride, v_row_stride;
+  int32_t block_size;
+  int32_t head_dim;  // a multiple of 4
+  float scale;
+};
+
+// Per-thread buffers, grown on demand and reused across steps.
+struct TileScratch {
+  std::vector<float> acc;     // [rows, head_dim] unnormalised weighted sum of V
+  std::vector<float> m;       // [rows] running max of the scores
+  std::vector<float> l;       // [rows] running sum of exp(score - m)
+  std::vector<float> scores;  // [block_size] one row's scores, then weights, in one block
+};
+
+using TileKernel = void (*)(const TileArgs& args, TileScratch& scratch);
+
+// The portable kernel, or one compiled for AVX2+FMA when `allow_simd` and the CPU has both.
+TileKernel select_tile_kernel(bool allow_simd, const char** name);
+
+}  // namespace loom::flash_cpu

@@ -1,0 +1,356 @@
+// cache/paged: each sequence holds a table of fixed-size KV blocks that grows block by block as
+// it is allocated and appended, so a sequence only ever holds the blocks its tokens need.
+//
+// Prefix caching: a FULL block is identified by a chained hash over (its parent block's hash,
+// the request's cache_salt, its token ids), so equal hashes mean equal whole prefixes. A block is
+// registered only in commit(), once num_computed_tokens covers it -- before that its K/V is not
+// written. match_prefix walks the chain of a request's leading full blocks through the registry;
+// allocate takes those blocks by reference. Because only full blocks are shared and a sequence
+// writes only past its own computed tokens, no shared block is ever written: copy-on-write is not
+// needed while each request has one sequence (n > 1 sampling will need it).
+// A freed block that is registered stays "cached" (evictable, LRU by free time; within one free
+// the tail blocks count as freed first, so a prefix's head outlives its tail).
+//
+// Written against the C ABI directly (not sdk.hpp) because fits() must give its reason in the
+// error buffer while returning LOOM_OK with *ok = 0.
+#include <boost/dll/alias.hpp>
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "block_pool.hpp"
+#include "loom/cache.h"
+#include "loom/sdk_core.hpp"
+#include "paged_config.hpp"
+
+namespace loom::paged {
+namespace {
+
+using sdk::Error;
+
+class PagedCache {
+ public:
+  PagedCache(const loom_host_api* host, const loom_cache_create_args& args, const Config& cfg)
+      : host_(host),
+        block_size_(cfg.block_size),
+        prefix_caching_(cfg.enable_prefix_caching),
+#ifdef NDEBUG
+        check_invariants_(cfg.check_invariants),
+#else
+        check_invariants_(true),
+#endif
+        pool_(pool_size(args, cfg)) {
+    host_.info(num_blocks(), " blocks x ", block_size_, " tokens, prefix caching ", prefix_caching_ ? "on" : "off",
+               check_invariants_ ? ", invariants checked after every change" : "");
+  }
+
+  int32_t num_blocks() const { return pool_.num_blocks(); }
+  int32_t block_size() const { return block_size_; }
+
+  bool fits(int32_t max_total_tokens, loom_error_buf* err) const {
+    const int64_t capacity = static_cast<int64_t>(num_blocks()) * block_size_;
+    if (max_total_tokens <= capacity) return true;
+    sdk::write_error(err, "max_total_tokens " + std::to_string(max_total_tokens) + " exceeds the whole KV pool: " +
+                              std::to_string(num_blocks()) + " blocks x " + std::to_string(block_size_) +
+                              " tokens = " + std::to_string(capacity) + " tokens");
+    return false;
+  }
+
+  // Leading tokens with registered K/V, leaving at least the last token to compute.
+  int32_t match_prefix(const loom_request_view& req) const {
+    return static_cast<int32_t>(match(req, req.num_tokens).size()) * block_size_;
+  }
+
+  bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
+    const int32_t need = blocks_for(req, num_new_tokens);
+    const auto it = seqs_.find(req.request_id);
+    if (it != seqs_.end()) return need - static_cast<int32_t>(it->second.blocks.size()) <= pool_.num_available();
+    return extra_blocks(req, num_new_tokens, match(req, room(req, num_new_tokens))) <= 0;
+  }
+
+  void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
+    if (seqs_.count(req.request_id) != 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "cache paged: request " + std::to_string(req.request_id) + " already holds blocks");
+    const std::vector<Hit> hits = match(req, room(req, num_new_tokens));
+    const int32_t short_by = extra_blocks(req, num_new_tokens, hits);
+    if (short_by > 0)
+      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache paged: request " + std::to_string(req.request_id) + " needs " +
+                                              std::to_string(short_by) + " more blocks than the " +
+                                              std::to_string(pool_.num_available()) + " free or evictable");
+    Seq seq;
+    for (const Hit& h : hits) {  // before take(): a hit must not be evicted for the new blocks
+      pool_.acquire(h.block);
+      seq.blocks.push_back(h.block);
+      seq.hashes.push_back(h.hash);
+    }
+    const int32_t need = blocks_for(req, num_new_tokens);
+    while (static_cast<int32_t>(seq.blocks.size()) < need) seq.blocks.push_back(pool_.take());
+    seqs_.emplace(req.request_id, std::move(seq));
+    const int32_t cached = static_cast<int32_t>(hits.size()) * block_size_;
+    if (prefix_caching_) {
+      prefix_query_tokens_ += req.num_tokens;
+      prefix_hit_tokens_ += cached;
+      if (cached > 0)
+        host_.debug("request ", req.request_id, ": ", cached, " of ", req.num_tokens, " tokens from the prefix cache");
+    }
+    if (num_cached_tokens != nullptr) *num_cached_tokens = cached;
+  }
+
+  void append(const loom_request_view& req, int32_t num_new_tokens) {
+    Seq& seq = find(req.request_id);
+    const int32_t extra = blocks_for(req, num_new_tokens) - static_cast<int32_t>(seq.blocks.size());
+    if (extra > pool_.num_available())
+      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache paged: request " + std::to_string(req.request_id) + " needs " +
+                                              std::to_string(extra) + " more blocks, " +
+                                              std::to_string(pool_.num_available()) + " free or evictable");
+    for (int32_t i = 0; i < extra; ++i) seq.blocks.push_back(pool_.take());
+  }
+
+  // Registers every full block the computed tokens now cover, extending the sequence's chain.
+  void commit(const loom_request_view& req) {
+    Seq& seq = find(req.request_id);
+    if (!prefix_caching_ || req.token_ids == nullptr) return;
+    const int32_t covered = std::min(req.num_computed_tokens, req.num_tokens) / block_size_;
+    const size_t full = std::min(static_cast<size_t>(std::max(covered, 0)), seq.blocks.size());
+    for (size_t i = seq.hashes.size(); i < full; ++i) {
+      const uint64_t parent = i == 0 ? kRootHash : seq.hashes[i - 1];
+      const std::span<const int32_t> tokens = block_tokens(req, i);
+      const uint64_t hash = block_hash(parent, req.cache_salt, tokens);
+      seq.hashes.push_back(hash);
+      pool_.register_block(seq.blocks[i], hash, parent, req.cache_salt, tokens);
+    }
+  }
+
+  void free_seq(uint64_t request_id) {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end()) return;
+    const std::vector<int32_t>& blocks = it->second.blocks;
+    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);  // tail first: evicted first
+    seqs_.erase(it);
+  }
+
+  loom_block_list block_table(uint64_t request_id) const {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end())
+      throw Error(LOOM_ERR_NOT_FOUND, "cache paged: request " + std::to_string(request_id) + " holds no blocks");
+    return loom_block_list{it->second.blocks.data(), static_cast<int32_t>(it->second.blocks.size())};
+  }
+
+  void usage(loom_cache_usage* out) const {
+    out->total_blocks = pool_.num_blocks();
+    out->free_blocks = pool_.num_free();
+    out->used_blocks = pool_.num_used();
+    out->cached_blocks = pool_.num_cached();
+    out->num_seqs = static_cast<int32_t>(seqs_.size());
+    out->prefix_hit_tokens = prefix_hit_tokens_;
+    out->prefix_query_tokens = prefix_query_tokens_;
+  }
+
+  // Full consistency check (debug builds, or check_invariants = true): free + cached + used ==
+  // total, and every block's refcount equals the number of live tables holding it.
+  void after_mutation() const {
+    if (!check_invariants_) return;
+    std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
+    for (const auto& [id, seq] : seqs_) {
+      for (int32_t b : seq.blocks) {
+        if (b < 0 || b >= pool_.num_blocks())
+          throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: block id " + std::to_string(b) +
+                                             " of request " + std::to_string(id) + " outside the pool");
+        ++refs[static_cast<size_t>(b)];
+      }
+      if (seq.hashes.size() > seq.blocks.size())
+        throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: request " + std::to_string(id) +
+                                           " has more block hashes than blocks");
+    }
+    pool_.check(refs);
+  }
+
+ private:
+  struct Seq {
+    std::vector<int32_t> blocks;  // the block table
+    std::vector<uint64_t> hashes;  // chain hashes of the leading full blocks known to be computed
+  };
+  struct Hit {
+    int32_t block;
+    uint64_t hash;
+  };
+
+  static int32_t pool_size(const loom_cache_create_args& args, const Config& cfg) {
+    int64_t blocks = cfg.num_blocks;
+    if (blocks == 0) {
+      if (args.bytes_per_token <= 0)
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: bytes_per_token must be positive");
+      blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token);
+      if (blocks < 1)
+        throw sdk::ConfigError("cache paged: kv_memory " + std::to_string(cfg.kv_memory) +
+                               " bytes holds no block of " + std::to_string(cfg.block_size) + " tokens x " +
+                               std::to_string(args.bytes_per_token) + " bytes per token");
+    }
+    return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
+  }
+
+  Seq& find(uint64_t request_id) {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end())
+      throw Error(LOOM_ERR_NOT_FOUND, "cache paged: request " + std::to_string(request_id) + " holds no blocks");
+    return it->second;
+  }
+
+  int64_t room(const loom_request_view& req, int32_t num_new_tokens) const {
+    return static_cast<int64_t>(req.num_computed_tokens) + num_new_tokens;
+  }
+  int32_t blocks_for(const loom_request_view& req, int32_t num_new_tokens) const {
+    const int64_t tokens = std::max<int64_t>(0, room(req, num_new_tokens));
+    return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_);
+  }
+
+  std::span<const int32_t> block_tokens(const loom_request_view& req, size_t i) const {
+    return {req.token_ids + i * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_)};
+  }
+
+  // The registered blocks that hold req's leading full blocks, at most (limit - 1) tokens' worth:
+  // the cache never reports every token as cached, so the last one is always computed (it gives
+  // the logits). Only a sequence starting from scratch can match.
+  std::vector<Hit> match(const loom_request_view& req, int64_t limit) const {
+    std::vector<Hit> hits;
+    if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return hits;
+    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
+    const int64_t max_blocks = usable > 0 ? usable / block_size_ : 0;
+    uint64_t parent = kRootHash;
+    for (int64_t i = 0; i < max_blocks; ++i) {
+      const std::span<const int32_t> tokens = block_tokens(req, static_cast<size_t>(i));
+      const uint64_t hash = block_hash(parent, req.cache_salt, tokens);
+      const int32_t block = pool_.lookup(hash, parent, req.cache_salt, tokens);
+      if (block < 0) break;
+      hits.push_back(Hit{block, hash});
+      parent = hash;
+    }
+    return hits;
+  }
+
+  // How many blocks a new sequence is short of, reusing hits: positive means it cannot be
+  // allocated now. Cached hits are counted out of the evictable supply, which they leave.
+  int32_t extra_blocks(const loom_request_view& req, int32_t num_new_tokens, const std::vector<Hit>& hits) const {
+    int32_t evictable_hits = 0;
+    for (const Hit& h : hits) evictable_hits += pool_.refcount(h.block) == 0 ? 1 : 0;
+    const int32_t fresh = blocks_for(req, num_new_tokens) - static_cast<int32_t>(hits.size());
+    return fresh - (pool_.num_available() - evictable_hits);
+  }
+
+  sdk::Host host_;
+  int32_t block_size_;
+  bool prefix_caching_;
+  bool check_invariants_;
+  BlockPool pool_;
+  std::unordered_map<uint64_t, Seq> seqs_;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t prefix_query_tokens_ = 0;
+};
+
+// ---- C ABI ----------------------------------------------------------------------------------
+
+PagedCache& self_of(void* self) { return *static_cast<PagedCache*>(self); }
+
+const loom_request_view& checked(const loom_request_view* req) {
+  if (req == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: request view is null");
+  return *req;
+}
+
+// Runs a mutating call, then the invariant check.
+template <class Body>
+loom_status mutating(void* self, loom_error_buf* err, Body&& body) {
+  return sdk::detail::guarded(err, [&] {
+    body();
+    self_of(self).after_mutation();
+  });
+}
+
+loom_status layout(void* self, loom_cache_layout* out, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] {
+    out->num_blocks = self_of(self).num_blocks();
+    out->block_size = self_of(self).block_size();
+  });
+}
+
+loom_status fits(void* self, int32_t max_total_tokens, int32_t* ok, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *ok = self_of(self).fits(max_total_tokens, err) ? 1 : 0; });
+}
+
+loom_status match_prefix(void* self, const loom_request_view* req, int32_t* num_cached_tokens, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *num_cached_tokens = self_of(self).match_prefix(checked(req)); });
+}
+
+loom_status can_allocate(void* self, const loom_request_view* req, int32_t num_new_tokens, int32_t* ok,
+                         loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *ok = self_of(self).can_allocate(checked(req), num_new_tokens) ? 1 : 0; });
+}
+
+loom_status allocate(void* self, const loom_request_view* req, int32_t num_new_tokens, int32_t* num_cached_tokens,
+                     loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).allocate(checked(req), num_new_tokens, num_cached_tokens); });
+}
+
+loom_status append(void* self, const loom_request_view* req, int32_t num_new_tokens, loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).append(checked(req), num_new_tokens); });
+}
+
+loom_status commit(void* self, const loom_request_view* req, loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).commit(checked(req)); });
+}
+
+loom_status free_fn(void* self, uint64_t request_id, loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).free_seq(request_id); });
+}
+
+loom_status block_table(void* self, uint64_t request_id, loom_block_list* out, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *out = self_of(self).block_table(request_id); });
+}
+
+loom_status usage(void* self, loom_cache_usage* out, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { self_of(self).usage(out); });
+}
+
+const loom_cache_vtable kVtable = {sizeof(loom_cache_vtable), &layout, &fits,    &match_prefix, &can_allocate,
+                                   &allocate,                 &append, &commit, &free_fn,      &block_table,
+                                   &usage};
+
+loom_status validate(const char* config_json, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { parse_config(config_json); });
+}
+
+loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
+                   const void** vtable, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] {
+    const Config cfg = parse_config(config_json);
+    const auto* args = static_cast<const loom_cache_create_args*>(create_args);
+    if (args == nullptr || args->struct_size < sizeof(loom_cache_create_args))
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: missing or too old create args");
+    *self = new PagedCache(host, *args, cfg);
+    *vtable = &kVtable;
+  });
+}
+
+void destroy(void* self) { delete static_cast<PagedCache*>(self); }
+
+const loom_plugin_desc kDesc = {sizeof(loom_plugin_desc),
+                                LOOM_ABI_VERSION,
+                                LOOM_KIND_CACHE,
+                                LOOM_CACHE_IFACE_MAJOR,
+                                LOOM_CACHE_IFACE_MINOR,
+                                "paged",
+                                "0.1.0",
+                                "paged KV blocks grown per sequence, with hash-chained prefix caching and LRU eviction",
+                                nullptr,
+                                &validate,
+                                &create,
+                                &destroy};
+
+}  // namespace
+}  // namespace loom::paged
+
+const loom_plugin_desc* loom_cache_paged_entry() { return &loom::paged::kDesc; }
+BOOST_DLL_ALIAS(loom_cache_paged_entry, loom_plugin_entry_v1)

@@ -1,0 +1,230 @@
+// scheduler/continuous: continuous batching in the style of vLLM v1. Every step mixes decodes,
+// prefill chunks and newly admitted requests under one token budget; a request joins the batch the
+// step it is admitted and leaves it the step it finishes. The design note is at the top of
+// schedule().
+#include <algorithm>
+#include <string>
+#include <tuple>
+#include <unordered_set>
+#include <vector>
+
+#include "loom/scheduler.h"
+#include "loom/sdk.hpp"
+#include "scheduler_support.hpp"
+
+namespace {
+
+using loom::sdk::ConfigError;
+using loom::sdk::Error;
+using loom_sched::CacheClient;
+
+struct Config {
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
+  int32_t long_prefill_token_threshold = 0;  // 0 = a prefill chunk may take the whole budget
+  bool enable_chunked_prefill = true;
+  int32_t preemption_aging_steps = 32;
+};
+
+Config parse_config(std::string_view json) {
+  Config cfg;
+  loom_sched::ConfigReader reader("scheduler continuous");
+  reader.int_key("max_num_seqs", 1, cfg.max_num_seqs);
+  reader.int_key("max_num_batched_tokens", 1, cfg.max_num_batched_tokens);
+  reader.int_key("long_prefill_token_threshold", 0, cfg.long_prefill_token_threshold);
+  reader.bool_key("enable_chunked_prefill", cfg.enable_chunked_prefill);
+  reader.int_key("preemption_aging_steps", 1, cfg.preemption_aging_steps);
+  reader.read(json);
+  return cfg;
+}
+
+// One request as the scheduler tracks it; token counts are read fresh from the host each step.
+struct Entry {
+  uint64_t id = 0;
+  int32_t priority = 0;
+  int64_t arrival_us = 0;
+  uint64_t seq = 0;            // add order: makes the admission order total
+  int64_t waiting_since = 0;   // the step count when it last entered the waiting queue
+  int32_t num_preemptions = 0;
+};
+
+// What one schedule() call accumulates while it walks the queues.
+struct StepState {
+  const loom_sched_context& ctx;
+  loom_sched_output& out;
+  CacheClient& cache;
+  int32_t budget;
+  bool preempted_any = false;
+  std::unordered_set<uint64_t> scheduled;
+};
+
+class ContinuousScheduler {
+ public:
+  ContinuousScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(parse_config(config)) {}
+
+  static void validate(std::string_view config, std::string& problems) {
+    try {
+      parse_config(config);
+    } catch (const ConfigError& e) {
+      problems = e.what();
+    }
+  }
+
+  void add_request(const loom_request_view* r) {
+    if (r == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "request view is null");
+    if (find(waiting_, r->request_id) != waiting_.end() || find(running_, r->request_id) != running_.end())
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "scheduler continuous: request " + std::to_string(r->request_id) + " added twice");
+    waiting_.push_back(Entry{r->request_id, r->priority, r->arrival_time_us, next_seq_++, step_, 0});
+  }
+
+  void remove_request(uint64_t id) {
+    if (auto it = find(waiting_, id); it != waiting_.end()) waiting_.erase(it);
+    if (auto it = find(running_, id); it != running_.end()) running_.erase(it);
+  }
+
+  void schedule(const loom_sched_context* c, loom_sched_output* o) {
+    // Design note.
+    // Tokens, not phases: a request's gap (num_tokens - num_computed_tokens) is a prompt chunk,
+    // a recompute after preemption or one decode token; a step closes part of each gap within
+    // max_num_batched_tokens.
+    // 1. Running requests first, in admission order, in two passes: decodes (gap 1, or the prompt
+    //    already computed) get their tokens first, because they are latency-bound and cheap; then
+    //    partially prefilled requests advance min(gap, budget left, long_prefill_token_threshold)
+    //    tokens, so a long prompt is spread over steps instead of stalling everyone's decode.
+    // 2. Room comes from ctx->cache.append. When it is out of blocks, the newest running request
+    //    not yet scheduled this step is preempted (blocks freed, back to waiting, recomputed
+    //    later) and the append retried. Requests already preempted preemption_aging_steps times
+    //    are passed over as victims while any other candidate exists, so a long request is not
+    //    thrown out forever by newer ones. When the victim is the request being scheduled it
+    //    preempts itself and the step stops there: the cache is full.
+    // 3. Then waiting requests, best first: those waiting preemption_aging_steps steps or more
+    //    (oldest arrival first), then higher priority, then previously preempted ones (they go back
+    //    to the front), then arrival. Admission stops at the first that cannot be allocated now,
+    //    so a large request is not overtaken forever by small ones; one that can never fit the
+    //    pool is rejected. Nothing is admitted in a step that preempted: the pool is full, and
+    //    a preempted request's token counts are only reset by the host after this step.
+    loom_sched::check_schedule_args(c, o);
+    ++step_;
+    CacheClient cache(c->cache);
+    StepState st{*c, *o, cache, cfg_.max_num_batched_tokens, false, {}};
+    if (run_pass(st, /*decodes=*/true) && run_pass(st, /*decodes=*/false) && !st.preempted_any) admit_waiting(st);
+  }
+
+  void stats(loom_sched_stats* out) const {
+    out->num_waiting = static_cast<int32_t>(waiting_.size());
+    out->num_running = static_cast<int32_t>(running_.size());
+    out->num_preemptions = num_preemptions_;
+  }
+
+ private:
+  static std::vector<Entry>::iterator find(std::vector<Entry>& v, uint64_t id) {
+    return std::find_if(v.begin(), v.end(), [id](const Entry& e) { return e.id == id; });
+  }
+
+  int32_t prefill_limit(int32_t budget) const {
+    return cfg_.long_prefill_token_threshold > 0 ? std::min(budget, cfg_.long_prefill_token_threshold) : budget;
+  }
+
+  // Schedules the running requests of one kind. Returns false when one preempted itself.
+  bool run_pass(StepState& st, bool decodes) {
+    for (size_t i = 0; i < running_.size() && st.budget > 0; ++i) {
+      const uint64_t id = running_[i].id;
+      if (st.scheduled.count(id) != 0) continue;
+      const loom_request_view req = loom_sched::request_view(st.ctx, id);
+      const int32_t gap = req.num_tokens - req.num_computed_tokens;
+      if (gap <= 0) continue;
+      const bool decode = gap == 1 || req.num_computed_tokens >= req.num_prompt_tokens;
+      if (decode != decodes) continue;
+      const int32_t n = std::min(gap, decode ? st.budget : prefill_limit(st.budget));
+      while (!st.cache.append(req, n)) {
+        const size_t v = pick_victim(st.scheduled);
+        const bool self = running_[v].id == id;
+        preempt(v, st);
+        if (self) return false;
+        if (v < i) --i;  // an older, not yet scheduled prefill gave way: keep pointing at `id`
+      }
+      loom_sched::push_scheduled(st.out, id, n, 0);
+      st.scheduled.insert(id);
+      st.budget -= n;
+    }
+    return true;
+  }
+
+  // The newest running request not scheduled this step, preferring unprotected ones. The request
+  // being scheduled is itself a candidate, so there always is one.
+  size_t pick_victim(const std::unordered_set<uint64_t>& scheduled) const {
+    size_t fallback = running_.size();
+    for (size_t k = running_.size(); k-- > 0;) {
+      if (scheduled.count(running_[k].id) != 0) continue;
+      if (running_[k].num_preemptions < cfg_.preemption_aging_steps) return k;
+      if (fallback == running_.size()) fallback = k;
+    }
+    if (fallback == running_.size()) throw Error(LOOM_ERR_INTERNAL, "scheduler continuous: no preemption candidate");
+    return fallback;
+  }
+
+  void preempt(size_t index, StepState& st) {
+    Entry e = running_[index];
+    st.cache.free(e.id);
+    running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
+    ++e.num_preemptions;
+    e.waiting_since = step_;
+    waiting_.push_back(e);
+    loom_sched::push_preempted(st.out, e.id);
+    ++num_preemptions_;
+    st.preempted_any = true;
+  }
+
+  auto admission_key(const Entry& e) const {
+    const bool aged = step_ - e.waiting_since >= cfg_.preemption_aging_steps;
+    // Among aged requests only arrival counts: all of them have waited too long already.
+    if (aged) return std::make_tuple(0, int64_t{0}, 0, e.arrival_us, e.seq);
+    return std::make_tuple(1, -int64_t{e.priority}, e.num_preemptions > 0 ? 0 : 1, e.arrival_us, e.seq);
+  }
+
+  void admit_waiting(StepState& st) {
+    while (!waiting_.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs && st.budget > 0) {
+      const auto best = std::min_element(waiting_.begin(), waiting_.end(), [this](const Entry& a, const Entry& b) {
+        return admission_key(a) < admission_key(b);
+      });
+      const loom_request_view req = loom_sched::request_view(st.ctx, best->id);
+      std::string reason;
+      if (!st.cache.fits(req.max_total_tokens, &reason)) {
+        loom_sched::push_rejected(st.out, best->id);
+        waiting_.erase(best);
+        continue;
+      }
+      const int32_t hit = st.cache.match_prefix(req);
+      int32_t limit = st.budget;
+      if (cfg_.enable_chunked_prefill) {
+        limit = prefill_limit(st.budget);
+      } else if (req.num_tokens - hit > st.budget) {
+        // Without chunking a prompt waits for a step with budget for all of it. One longer than
+        // the whole budget never gets one, so it alone takes a fresh step's budget, chunked.
+        if (st.budget < cfg_.max_num_batched_tokens) break;
+      }
+      int32_t n = 0;
+      int32_t cached = 0;
+      if (!loom_sched::admit(st.cache, req, hit, limit, &n, &cached)) break;
+      Entry e = *best;
+      waiting_.erase(best);
+      running_.push_back(e);
+      loom_sched::push_scheduled(st.out, e.id, n, cached);
+      st.scheduled.insert(e.id);
+      st.budget -= n;
+    }
+  }
+
+  Config cfg_;
+  std::vector<Entry> waiting_;  // any order: admission picks the best by admission_key
+  std::vector<Entry> running_;  // admission order, oldest first
+  int64_t step_ = 0;
+  uint64_t next_seq_ = 0;
+  int64_t num_preemptions_ = 0;
+};
+
+}  // namespace
+
+LOOM_SCHEDULER_PLUGIN(ContinuousScheduler, "continuous", "0.1.0",
+                      "continuous batching: decodes first, chunked prefill, newest-first preemption with aging");

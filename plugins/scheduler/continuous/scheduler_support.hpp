@@ -1,0 +1,182 @@
+// Shared by the continuous and static schedulers: config parsing with every problem reported at
+// once, a cache client that turns failed statuses into exceptions, and the output-array helpers.
+// Header-only and SDK-only, so each plugin stays one self-contained shared object.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "loom/scheduler.h"
+#include "loom/sdk.hpp"
+
+namespace loom_sched {
+
+// Parses a plugin's JSON table against a set of known keys; each key's handler checks and stores
+// its value or appends a problem. Unknown keys and every failed check end up in one ConfigError.
+class ConfigReader {
+ public:
+  using Handler = std::function<void(const nlohmann::json&, std::vector<std::string>&)>;
+
+  explicit ConfigReader(std::string plugin) : plugin_(std::move(plugin)) {}
+
+  // An integer in [min, INT32_MAX].
+  void int_key(const std::string& key, int32_t min, int32_t& dst) {
+    handlers_[key] = [key, min, &dst](const nlohmann::json& v, std::vector<std::string>& problems) {
+      if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > INT32_MAX)
+        problems.push_back(key + " must be an integer >= " + std::to_string(min) + ", got " + v.dump());
+      else dst = v.get<int32_t>();
+    };
+  }
+  void bool_key(const std::string& key, bool& dst) {
+    handlers_[key] = [key, &dst](const nlohmann::json& v, std::vector<std::string>& problems) {
+      if (!v.is_boolean()) problems.push_back(key + " must be true or false, got " + v.dump());
+      else dst = v.get<bool>();
+    };
+  }
+
+  void read(std::string_view config_json) const {
+    nlohmann::json j = nlohmann::json::object();
+    const std::string text(config_json);
+    if (!text.empty()) {
+      try {
+        j = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::parse_error& e) {
+        throw loom::sdk::ConfigError(plugin_ + ": config is not valid JSON: " + e.what());
+      }
+    }
+    if (!j.is_object()) throw loom::sdk::ConfigError(plugin_ + ": config must be a JSON object, got " + j.dump());
+    std::vector<std::string> problems;
+    for (const auto& [key, value] : j.items()) {
+      auto it = handlers_.find(key);
+      if (it != handlers_.end()) {
+        it->second(value, problems);
+        continue;
+      }
+      std::string valid;
+      for (const auto& [k, h] : handlers_) valid += (valid.empty() ? "" : ", ") + k;
+      problems.push_back("unknown key \"" + key + "\" (valid: " + valid + ")");
+    }
+    if (problems.empty()) return;
+    std::string message;
+    for (const auto& p : problems) message += (message.empty() ? plugin_ + ": " : "; ") + p;
+    throw loom::sdk::ConfigError(message);
+  }
+
+ private:
+  std::string plugin_;
+  std::map<std::string, Handler> handlers_;  // sorted, so the "valid:" list is stable
+};
+
+// Calls into the cache plugin, turning a failed status into an exception with its message.
+class CacheClient {
+ public:
+  explicit CacheClient(const loom_cache_handle& h) : h_(h) {}
+
+  bool fits(int32_t max_total_tokens, std::string* reason) {
+    int32_t ok = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->fits(h_.self, max_total_tokens, &ok, err_.buf()), err_, "cache fits");
+    if (ok == 0) *reason = err_.str().empty() ? "too long for the KV cache" : std::string(err_.str());
+    return ok != 0;
+  }
+  int32_t match_prefix(const loom_request_view& req) {
+    if (h_.vtable->match_prefix == nullptr) return 0;
+    int32_t n = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->match_prefix(h_.self, &req, &n, err_.buf()), err_, "cache match_prefix");
+    return n;
+  }
+  bool can_allocate(const loom_request_view& req, int32_t n) {
+    int32_t ok = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->can_allocate(h_.self, &req, n, &ok, err_.buf()), err_, "cache can_allocate");
+    return ok != 0;
+  }
+  int32_t allocate(const loom_request_view& req, int32_t n) {
+    int32_t cached = 0;
+    err_.clear();
+    loom::sdk::check(h_.vtable->allocate(h_.self, &req, n, &cached, err_.buf()), err_, "cache allocate");
+    return cached;
+  }
+  // false on LOOM_ERR_OUT_OF_MEMORY (the cache leaves its state unchanged); other errors throw.
+  bool append(const loom_request_view& req, int32_t n) {
+    err_.clear();
+    const loom_status s = h_.vtable->append(h_.self, &req, n, err_.buf());
+    if (s == LOOM_ERR_OUT_OF_MEMORY) return false;
+    loom::sdk::check(s, err_, "cache append");
+    return true;
+  }
+  void free(uint64_t id) {
+    err_.clear();
+    loom::sdk::check(h_.vtable->free(h_.self, id, err_.buf()), err_, "cache free");
+  }
+
+ private:
+  loom_cache_handle h_;
+  loom::sdk::ErrorBuffer err_;
+};
+
+inline void check_schedule_args(const loom_sched_context* c, loom_sched_output* o) {
+  if (c == nullptr || o == nullptr || c->cache.vtable == nullptr)
+    throw loom::sdk::Error(LOOM_ERR_INVALID_ARGUMENT, "schedule: context, cache or output is null");
+  o->num_scheduled = 0;
+  o->num_preempted = 0;
+  o->num_rejected = 0;
+}
+
+// The request's current token counts, as the host sees them now.
+inline loom_request_view request_view(const loom_sched_context& ctx, uint64_t id) {
+  loom_request_view v{};
+  v.struct_size = sizeof(v);
+  if (ctx.get_request == nullptr || ctx.get_request(ctx.host_ctx, id, &v) != LOOM_OK)
+    throw loom::sdk::Error(LOOM_ERR_NOT_FOUND, "scheduler: the host does not know request " + std::to_string(id));
+  return v;
+}
+
+inline void push_scheduled(loom_sched_output& out, uint64_t id, int32_t n, int32_t cached) {
+  if (out.num_scheduled >= out.scheduled_capacity)
+    throw loom::sdk::Error(LOOM_ERR_INVALID_ARGUMENT, "scheduler: the scheduled array is full");
+  out.scheduled[out.num_scheduled++] = loom_scheduled_request{id, n, cached};
+}
+
+inline void push_preempted(loom_sched_output& out, uint64_t id) {
+  if (out.num_preempted >= out.preempted_capacity)
+    throw loom::sdk::Error(LOOM_ERR_INVALID_ARGUMENT, "scheduler: the preempted array is full");
+  out.preempted[out.num_preempted++] = id;
+}
+
+inline void push_rejected(loom_sched_output& out, uint64_t id) {
+  if (out.num_rejected >= out.rejected_capacity)
+    throw loom::sdk::Error(LOOM_ERR_INVALID_ARGUMENT, "scheduler: the rejected array is full");
+  out.rejected[out.num_rejected++] = id;
+}
+
+// Starts a sequence for a waiting request with at most `limit` tokens to compute this step, after
+// the prefix hit `hit` (from match_prefix, asked once per decision so the cache's lookup counters
+// stay honest). Returns false (nothing changed) when the cache cannot hold it now; otherwise
+// sets *num_new (>= 1) and *num_cached.
+inline bool admit(CacheClient& cache, const loom_request_view& req, int32_t hit, int32_t limit, int32_t* num_new,
+                  int32_t* num_cached) {
+  const int32_t room = std::min(req.num_tokens, hit + limit);
+  if (!cache.can_allocate(req, room)) return false;
+  const int32_t cached = cache.allocate(req, room);
+  if (cached >= room) {
+    cache.free(req.request_id);
+    throw loom::sdk::Error(LOOM_ERR_INTERNAL, "scheduler: the cache reported all " + std::to_string(cached) +
+                                                  " tokens of request " + std::to_string(req.request_id) +
+                                                  " as cached; at least one must be computed");
+  }
+  // A cache that reuses fewer tokens than it matched still only gets `limit` tokens computed.
+  *num_new = std::min(room - cached, limit);
+  *num_cached = cached;
+  return true;
+}
+
+}  // namespace loom_sched

@@ -1,0 +1,185 @@
+// attention/flash_cpu: exact results where softmax weights are exactly representable (one key;
+// equal keys across several blocks), the online rescaling across blocks against a double
+// reference, the portable and SIMD kernels agreeing, and what create refuses. Shapes are tiny:
+// head_dim 4..8, block_size 2, one sequence. (Random shapes against `naive` live in
+// tests/conformance/conformance_attention.cpp.)
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "core/common/error.hpp"
+#include "core/common/thread_pool.hpp"
+#include "core/plugin/plugin_host.hpp"
+#include "loom/attention.h"
+
+namespace loom {
+namespace {
+
+loom_tensor_view view(float* data, std::initializer_list<int64_t> shape) {
+  loom_tensor_view v{};
+  v.data = data;
+  v.dtype = LOOM_DTYPE_F32;
+  v.ndim = static_cast<int32_t>(shape.size());
+  int32_t d = 0;
+  for (int64_t s : shape) v.shape[d++] = s;
+  for (d = 0; d < LOOM_MAX_DIMS; ++d) v.strides[d] = 1;
+  for (d = v.ndim - 2; d >= 0; --d) v.strides[d] = v.strides[d + 1] * v.shape[d + 1];
+  return v;
+}
+
+// One sequence prefilled from position 0 in one step: num_tokens = context.
+struct OneSeq {
+  int32_t H, KVH, D, bs = 2, T;
+  std::vector<float> q, k, v, out, k_cache, v_cache;  // [T,H,D] [T,KVH,D] [T,KVH,D] [T,H,D] pools
+  std::vector<int32_t> query_start, seq_lens, positions, slots, table;
+  int32_t num_blocks;
+
+  OneSeq(int32_t h, int32_t kvh, int32_t d, int32_t t) : H(h), KVH(kvh), D(d), T(t) {
+    q.assign(size_t(T * H * D), 0.0f);
+    k.assign(size_t(T * KVH * D), 0.0f);
+    v.assign(size_t(T * KVH * D), 0.0f);
+    out.assign(size_t(T * H * D), NAN);
+    const int32_t nb = (T + bs - 1) / bs;
+    num_blocks = nb + 2;
+    k_cache.assign(size_t(num_blocks * bs * KVH * D), 0.0f);
+    v_cache = k_cache;
+    // Blocks in reverse order, so the table is really walked.
+    for (int32_t i = 0; i < nb; ++i) table.push_back(num_blocks - 1 - i);
+    query_start = {0, T};
+    seq_lens = {T};
+    for (int32_t p = 0; p < T; ++p) {
+      positions.push_back(p);
+      slots.push_back(table[size_t(p / bs)] * bs + p % bs);
+    }
+  }
+
+  void run(const LoadedPlugin& plugin) {
+    loom_attention_batch b{};
+    b.struct_size = sizeof(b);
+    b.num_seqs = 1;
+    b.num_tokens = T;
+    b.query_start = query_start.data();
+    b.seq_lens = seq_lens.data();
+    b.positions = positions.data();
+    b.slot_mapping = slots.data();
+    b.block_tables = table.data();
+    b.max_blocks_per_seq = static_cast<int32_t>(table.size());
+    b.block_size = bs;
+    const auto qv = view(q.data(), {T, H, D}), kv = view(k.data(), {T, KVH, D}), vv = view(v.data(), {T, KVH, D});
+    auto ov = view(out.data(), {T, H, D});
+    auto kc = view(k_cache.data(), {num_blocks, bs, KVH, D}), vc = view(v_cache.data(), {num_blocks, bs, KVH, D});
+    plugin.call("forward", &loom_attention_vtable::forward, &b, &qv, &kv, &vv, &kc, &vc, &ov);
+  }
+  float& at(std::vector<float>& x, int32_t heads, int32_t t, int32_t h, int32_t d) {
+    return x[size_t((t * heads + h) * D + d)];
+  }
+};
+
+class FlashCpu : public ::testing::Test {
+ protected:
+  std::unique_ptr<LoadedPlugin> make(int32_t H, int32_t KVH, int32_t D, const std::string& config = "{}",
+                                     loom_dtype kv = LOOM_DTYPE_F32) {
+    loom_attention_create_args a{};
+    a.struct_size = sizeof(a);
+    a.n_heads = H;
+    a.n_kv_heads = KVH;
+    a.head_dim = D;
+    a.scale = 0.5f;
+    a.kv_dtype = kv;
+    a.block_size = 2;
+    a.device = loom_device{LOOM_DEVICE_CPU, 0};
+    return host_.create(PluginSpec{LOOM_KIND_ATTENTION, "flash_cpu", "", config}, &a);
+  }
+  ThreadPool threads_{2};
+  PluginHost host_{threads_, {}};
+};
+
+TEST_F(FlashCpu, EqualKeysAverageValuesExactlyAndWriteThePool) {
+  // 4 tokens over 2 blocks, equal keys: token p's output is the mean of V rows 0..p, and every
+  // weight is exp(0) = 1, so the result is exact (means of small integers).
+  OneSeq s(2, 1, 4, 4);
+  for (int32_t t = 0; t < 4; ++t) {
+    for (int32_t d = 0; d < 4; ++d) {
+      s.at(s.k, 1, t, 0, d) = 1.0f;
+      s.at(s.v, 1, t, 0, d) = static_cast<float>(t * 4 + d);
+      for (int32_t h = 0; h < 2; ++h) s.at(s.q, 2, t, h, d) = static_cast<float>(h + 1);
+    }
+  }
+  s.run(*make(2, 1, 4));
+  for (int32_t t = 0; t < 4; ++t) {
+    for (int32_t h = 0; h < 2; ++h) {
+      for (int32_t d = 0; d < 4; ++d)
+        EXPECT_EQ(s.at(s.out, 2, t, h, d), static_cast<float>(t * 2 + d)) << t << " " << h << " " << d;
+    }
+    // Slot of token t: the pool row holds its K/V exactly.
+    const size_t slot = size_t(s.slots[size_t(t)]);
+    for (int32_t d = 0; d < 4; ++d) {
+      EXPECT_EQ(s.v_cache[slot * 4 + size_t(d)], s.at(s.v, 1, t, 0, d));
+      EXPECT_EQ(s.k_cache[slot * 4 + size_t(d)], 1.0f);
+    }
+  }
+}
+
+TEST_F(FlashCpu, RescalesAcrossBlocksLikeExactSoftmax) {
+  // Scores grow block after block (the running max moves every block) and GQA groups 4 heads.
+  OneSeq s(4, 1, 8, 7);
+  for (int32_t t = 0; t < 7; ++t) {
+    for (int32_t d = 0; d < 8; ++d) {
+      s.at(s.k, 1, t, 0, d) = 0.25f * static_cast<float>(t) * (d % 2 == 0 ? 1.0f : -0.5f);
+      s.at(s.v, 1, t, 0, d) = static_cast<float>((t * 3 + d) % 5) - 2.0f;
+      for (int32_t h = 0; h < 4; ++h) s.at(s.q, 4, t, h, d) = static_cast<float>(h) - 1.5f + 0.1f * d;
+    }
+  }
+  s.run(*make(4, 1, 8));
+  for (int32_t t = 0; t < 7; ++t) {
+    for (int32_t h = 0; h < 4; ++h) {
+      std::vector<double> w(size_t(t) + 1);
+      double mx = -INFINITY, sum = 0;
+      for (int32_t j = 0; j <= t; ++j) {
+        double dot = 0;
+        for (int32_t d = 0; d < 8; ++d) dot += double(s.at(s.q, 4, t, h, d)) * s.at(s.k, 1, j, 0, d);
+        w[size_t(j)] = 0.5 * dot;
+        mx = std::max(mx, w[size_t(j)]);
+      }
+      for (auto& x : w) sum += (x = std::exp(x - mx));
+      for (int32_t d = 0; d < 8; ++d) {
+        double acc = 0;
+        for (int32_t j = 0; j <= t; ++j) acc += w[size_t(j)] * s.at(s.v, 1, j, 0, d);
+        EXPECT_NEAR(s.at(s.out, 4, t, h, d), acc / sum, 1e-6) << t << " " << h << " " << d;
+      }
+    }
+  }
+}
+
+TEST_F(FlashCpu, PortableAndSimdKernelsAgree) {
+  OneSeq a(8, 2, 12, 9);  // head_dim 12: not a multiple of the 16-lane dot, exercises the tail
+  for (size_t i = 0; i < a.q.size(); ++i) a.q[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < a.k.size(); ++i) a.k[i] = std::cos(0.11f * static_cast<float>(i));
+  for (size_t i = 0; i < a.v.size(); ++i) a.v[i] = std::sin(0.05f * static_cast<float>(i) + 1.0f);
+  OneSeq b = a;
+  a.run(*make(8, 2, 12, R"({"simd": "auto"})"));
+  b.run(*make(8, 2, 12, R"({"simd": "portable"})"));
+  for (size_t i = 0; i < a.out.size(); ++i) EXPECT_NEAR(a.out[i], b.out[i], 1e-6) << i;
+}
+
+TEST_F(FlashCpu, RefusesWhatItCannotDo) {
+  auto expect_refusal = [&](auto&& fn, const std::string& needle) {
+    try {
+      fn();
+      ADD_FAILURE() << "no refusal, expected " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_refusal([&] { make(4, 4, 8, "{}", LOOM_DTYPE_F16); }, "kv_dtype f16");
+  expect_refusal([&] { make(4, 4, 6); }, "head_dim 6");
+  expect_refusal([&] { make(4, 4, 260); }, "head_dim 260");
+  expect_refusal([&] { make(4, 3, 8); }, "n_kv_heads 3");
+  // Every config problem at once.
+  expect_refusal([&] { make(4, 4, 8, R"({"tile": 4, "simd": "avx512"})"); }, "unknown key \"tile\"");
+  expect_refusal([&] { make(4, 4, 8, R"({"tile": 4, "simd": "avx512"})"); }, "\"simd\" must be");
+}
+
+}  // namespace
+}  // namespace loom
