@@ -266,8 +266,18 @@ TEST(Stories260K, ConverterReproducesTheCommittedFile) {
   ck.resize(ck.size() + 2 * 512 * 4 * 4, 0);  // freq_cis_real/imag: not converted
   std::vector<std::string> pieces;
   for (const auto& v : ref.get("tokenizer.ggml.tokens").as_array().items) {
-    std::string s = v.as_string();
-    for (size_t at; (at = s.find("\xE2\x96\x81")) != std::string::npos;) s.replace(at, 3, " ");
+    // llama2.c stores the SentencePiece space marker U+2581 as a plain space.
+    const std::string& piece = v.as_string();
+    const std::string marker = "\xE2\x96\x81";
+    std::string s;
+    for (size_t i = 0; i < piece.size();) {
+      if (piece.compare(i, marker.size(), marker) == 0) {
+        s += ' ';
+        i += marker.size();
+      } else {
+        s += piece[i++];
+      }
+    }
     pieces.push_back(s == "<s>" ? "\n<s>\n" : s == "</s>" ? "\n</s>\n" : s);
   }
   std::vector<uint8_t> tok;
