@@ -1,0 +1,365 @@
+// cache/radix: paged KV blocks (each sequence's table grows block by block) with a
+// RadixAttention-style prefix cache: a radix tree over token ids, one subtree per cache_salt
+// (radix_tree.hpp). The tree matches token by token, but reuse is per block: edges hold whole
+// blocks, a match is rounded down to a block boundary, and only full blocks whose K/V is written
+// (commit) are inserted. A hit locks the matched path (splitting an edge the match ends inside),
+// an insert locks the new node, free unlocks; locked nodes' blocks are in live tables and are
+// never evicted. When take() finds no free block the tree evicts unlocked leaves, least recently
+// used first, trimming each from its tail.
+//
+// match_prefix never reports every token: the last one is always computed (it gives the logits).
+// Only full blocks are shared and a sequence writes only past its own computed tokens, so no
+// shared block is ever written. When two sequences computed the same prefix at once, the first
+// commit wins and the second adopts its blocks at commit (equal tokens, equal K/V), releasing its
+// own copies: the host reads block tables afresh every step ("valid until the next mutating
+// call"), so the swap is invisible to it, and the tree stays free of duplicates.
+//
+// Written against the C ABI directly (not sdk.hpp) because fits() must give its reason in the
+// error buffer while returning LOOM_OK with *ok = 0.
+#include <boost/dll/alias.hpp>
+
+#include <algorithm>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "block_pool.hpp"
+#include "loom/cache.h"
+#include "loom/sdk_core.hpp"
+#include "radix_config.hpp"
+#include "radix_tree.hpp"
+
+namespace loom::radix {
+namespace {
+
+using sdk::Error;
+
+class RadixCache {
+ public:
+  RadixCache(const loom_host_api* host, const loom_cache_create_args& args, const Config& cfg)
+      : host_(host),
+        block_size_(cfg.block_size),
+        prefix_caching_(cfg.enable_prefix_caching),
+#ifdef NDEBUG
+        check_invariants_(cfg.check_invariants),
+#else
+        check_invariants_(true),
+#endif
+        pool_(pool_size(args, cfg)),
+        tree_(cfg.block_size) {
+    host_.info(num_blocks(), " blocks x ", block_size_, " tokens, radix prefix caching ", prefix_caching_ ? "on" : "off",
+               check_invariants_ ? ", invariants checked after every change" : "");
+  }
+
+  int32_t num_blocks() const { return pool_.num_blocks(); }
+  int32_t block_size() const { return block_size_; }
+
+  bool fits(int32_t max_total_tokens, loom_error_buf* err) const {
+    const int64_t capacity = static_cast<int64_t>(num_blocks()) * block_size_;
+    if (max_total_tokens <= capacity) return true;
+    sdk::write_error(err, "max_total_tokens " + std::to_string(max_total_tokens) + " exceeds the whole KV pool: " +
+                              std::to_string(num_blocks()) + " blocks x " + std::to_string(block_size_) +
+                              " tokens = " + std::to_string(capacity) + " tokens");
+    return false;
+  }
+
+  int32_t match_prefix(const loom_request_view& req) const {
+    return static_cast<int32_t>(match(req, req.num_tokens).blocks.size()) * block_size_;
+  }
+
+  bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
+    const int32_t need = blocks_for(req, num_new_tokens);
+    const auto it = seqs_.find(req.request_id);
+    if (it != seqs_.end()) return need - static_cast<int32_t>(it->second.blocks.size()) <= available();
+    return extra_blocks(req, num_new_tokens, match(req, room(req, num_new_tokens))) <= 0;
+  }
+
+  void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
+    if (seqs_.count(req.request_id) != 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "cache radix: request " + std::to_string(req.request_id) + " already holds blocks");
+    const Match m = match(req, room(req, num_new_tokens));
+    const int32_t short_by = extra_blocks(req, num_new_tokens, m);
+    if (short_by > 0)
+      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(req.request_id) + " needs " +
+                                              std::to_string(short_by) + " more blocks than the " +
+                                              std::to_string(available()) + " free or evictable");
+    Seq seq;
+    seq.salt = req.cache_salt;
+    if (!m.blocks.empty()) {  // locked before any eviction below, so the hit cannot be evicted
+      seq.node = tree_.lock(m);
+      seq.depth = static_cast<int32_t>(m.blocks.size());
+      for (int32_t b : m.blocks) pool_.acquire(b);
+      seq.blocks = m.blocks;
+    }
+    grow(seq, blocks_for(req, num_new_tokens));
+    seqs_.emplace(req.request_id, std::move(seq));
+    const int32_t cached = static_cast<int32_t>(m.blocks.size()) * block_size_;
+    if (prefix_caching_) {
+      prefix_query_tokens_ += req.num_tokens;
+      prefix_hit_tokens_ += cached;
+      if (cached > 0)
+        host_.debug("request ", req.request_id, ": ", cached, " of ", req.num_tokens, " tokens from the radix cache");
+    }
+    if (num_cached_tokens != nullptr) *num_cached_tokens = cached;
+  }
+
+  void append(const loom_request_view& req, int32_t num_new_tokens) {
+    Seq& seq = find(req.request_id);
+    const int32_t need = blocks_for(req, num_new_tokens);
+    const int32_t extra = need - static_cast<int32_t>(seq.blocks.size());
+    if (extra > available())
+      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(req.request_id) + " needs " +
+                                              std::to_string(extra) + " more blocks, " +
+                                              std::to_string(available()) + " free or evictable");
+    grow(seq, need);
+  }
+
+  // Inserts every full block the computed tokens now cover below the sequence's tree path.
+  void commit(const loom_request_view& req) {
+    Seq& seq = find(req.request_id);
+    if (!prefix_caching_ || req.token_ids == nullptr) return;
+    const int32_t covered = std::max(std::min(req.num_computed_tokens, req.num_tokens), 0) / block_size_;
+    const int32_t full = std::min(covered, static_cast<int32_t>(seq.blocks.size()));
+    if (full <= seq.depth) return;
+    int32_t adopted = 0;
+    seq.node = tree_.insert(seq.salt, seq.node, seq.depth, tokens_of(req), seq.blocks, full, pool_, &adopted);
+    seq.depth = full;
+    if (adopted > 0)
+      host_.debug("request ", req.request_id, ": ", adopted, " computed blocks were cached by another request first; using those");
+  }
+
+  void free_seq(uint64_t request_id) {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end()) return;
+    tree_.unlock(it->second.node);
+    for (int32_t b : it->second.blocks) pool_.release(b);
+    seqs_.erase(it);
+  }
+
+  loom_block_list block_table(uint64_t request_id) const {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end())
+      throw Error(LOOM_ERR_NOT_FOUND, "cache radix: request " + std::to_string(request_id) + " holds no blocks");
+    return loom_block_list{it->second.blocks.data(), static_cast<int32_t>(it->second.blocks.size())};
+  }
+
+  void usage(loom_cache_usage* out) const {
+    out->total_blocks = pool_.num_blocks();
+    out->free_blocks = pool_.num_free();
+    out->used_blocks = pool_.num_used();
+    out->cached_blocks = pool_.num_cached();
+    out->num_seqs = static_cast<int32_t>(seqs_.size());
+    out->prefix_hit_tokens = prefix_hit_tokens_;
+    out->prefix_query_tokens = prefix_query_tokens_;
+  }
+
+  // Full consistency check (debug builds, or check_invariants = true): every block's refcount is
+  // the number of live tables holding it, the tree agrees with the pool and with the sequences'
+  // locked paths, and no locked block is evictable.
+  void after_mutation() const {
+    if (!check_invariants_) return;
+    std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
+    std::vector<RadixTree::SeqPath> paths;
+    for (const auto& [id, seq] : seqs_) {
+      for (int32_t b : seq.blocks) {
+        if (b < 0 || b >= pool_.num_blocks())
+          BlockPool::broken("block id " + std::to_string(b) + " of request " + std::to_string(id) + " outside the pool");
+        ++refs[static_cast<size_t>(b)];
+      }
+      paths.push_back(RadixTree::SeqPath{seq.node, seq.depth, &seq.blocks});
+    }
+    int32_t used = 0;
+    for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
+      if (pool_.refcount(b) != refs[static_cast<size_t>(b)])
+        BlockPool::broken("block " + std::to_string(b) + " has refcount " + std::to_string(pool_.refcount(b)) +
+                          " but is in " + std::to_string(refs[static_cast<size_t>(b)]) + " tables");
+      used += refs[static_cast<size_t>(b)] > 0 ? 1 : 0;
+    }
+    if (used != pool_.num_used()) BlockPool::broken("used count " + std::to_string(pool_.num_used()) + " != " + std::to_string(used));
+    tree_.check(pool_, paths);
+  }
+
+ private:
+  struct Seq {
+    std::vector<int32_t> blocks;  // the block table
+    Node* node = nullptr;         // end of the sequence's locked tree path (null: none)
+    int32_t depth = 0;            // blocks on that path: the table's first `depth` entries
+    uint64_t salt = 0;
+  };
+
+  static int32_t pool_size(const loom_cache_create_args& args, const Config& cfg) {
+    int64_t blocks = cfg.num_blocks;
+    if (blocks == 0) {
+      if (args.bytes_per_token <= 0)
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: bytes_per_token must be positive");
+      blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token);
+      if (blocks < 1)
+        throw sdk::ConfigError("cache radix: kv_memory " + std::to_string(cfg.kv_memory) +
+                               " bytes holds no block of " + std::to_string(cfg.block_size) + " tokens x " +
+                               std::to_string(args.bytes_per_token) + " bytes per token");
+    }
+    return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
+  }
+
+  Seq& find(uint64_t request_id) {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end())
+      throw Error(LOOM_ERR_NOT_FOUND, "cache radix: request " + std::to_string(request_id) + " holds no blocks");
+    return it->second;
+  }
+
+  int32_t available() const { return pool_.num_free() + pool_.num_cached(); }
+  int64_t room(const loom_request_view& req, int32_t num_new_tokens) const {
+    return static_cast<int64_t>(req.num_computed_tokens) + num_new_tokens;
+  }
+  int32_t blocks_for(const loom_request_view& req, int32_t num_new_tokens) const {
+    const int64_t tokens = std::max<int64_t>(0, room(req, num_new_tokens));
+    return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_);
+  }
+  static std::span<const int32_t> tokens_of(const loom_request_view& req) {
+    return {req.token_ids, static_cast<size_t>(std::max(req.num_tokens, 0))};
+  }
+
+  // Grows a table to `need` blocks, evicting cached blocks when the free ones run out. The
+  // caller has checked that free + evictable covers it.
+  void grow(Seq& seq, int32_t need) {
+    const int32_t extra = need - static_cast<int32_t>(seq.blocks.size());
+    if (extra <= 0) return;
+    if (pool_.num_free() < extra) tree_.evict(extra - pool_.num_free(), pool_);
+    while (static_cast<int32_t>(seq.blocks.size()) < need) seq.blocks.push_back(pool_.take());
+  }
+
+  // The tree's blocks for req's leading full blocks, at most (limit - 1) tokens' worth: the
+  // last token is always computed. Only a sequence starting from scratch can match.
+  Match match(const loom_request_view& req, int64_t limit) const {
+    if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return Match{};
+    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
+    const int32_t max_blocks = usable > 0 ? static_cast<int32_t>(usable / block_size_) : 0;
+    return tree_.match(req.cache_salt, tokens_of(req), max_blocks);
+  }
+
+  // How many blocks a new sequence is short of, reusing the match: positive means it cannot be
+  // allocated now. Cached hits are counted out of the evictable supply, which they leave.
+  int32_t extra_blocks(const loom_request_view& req, int32_t num_new_tokens, const Match& m) const {
+    int32_t evictable_hits = 0;
+    for (int32_t b : m.blocks) evictable_hits += pool_.refcount(b) == 0 ? 1 : 0;
+    const int32_t fresh = blocks_for(req, num_new_tokens) - static_cast<int32_t>(m.blocks.size());
+    return fresh - (available() - evictable_hits);
+  }
+
+  sdk::Host host_;
+  int32_t block_size_;
+  bool prefix_caching_;
+  bool check_invariants_;
+  BlockPool pool_;
+  RadixTree tree_;
+  std::unordered_map<uint64_t, Seq> seqs_;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t prefix_query_tokens_ = 0;
+};
+
+// ---- C ABI ----------------------------------------------------------------------------------
+
+RadixCache& self_of(void* self) { return *static_cast<RadixCache*>(self); }
+
+const loom_request_view& checked(const loom_request_view* req) {
+  if (req == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: request view is null");
+  return *req;
+}
+
+// Runs a mutating call, then the invariant check.
+template <class Body>
+loom_status mutating(void* self, loom_error_buf* err, Body&& body) {
+  return sdk::detail::guarded(err, [&] {
+    body();
+    self_of(self).after_mutation();
+  });
+}
+
+loom_status layout(void* self, loom_cache_layout* out, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] {
+    out->num_blocks = self_of(self).num_blocks();
+    out->block_size = self_of(self).block_size();
+  });
+}
+
+loom_status fits(void* self, int32_t max_total_tokens, int32_t* ok, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *ok = self_of(self).fits(max_total_tokens, err) ? 1 : 0; });
+}
+
+loom_status match_prefix(void* self, const loom_request_view* req, int32_t* num_cached_tokens, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *num_cached_tokens = self_of(self).match_prefix(checked(req)); });
+}
+
+loom_status can_allocate(void* self, const loom_request_view* req, int32_t num_new_tokens, int32_t* ok,
+                         loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *ok = self_of(self).can_allocate(checked(req), num_new_tokens) ? 1 : 0; });
+}
+
+loom_status allocate(void* self, const loom_request_view* req, int32_t num_new_tokens, int32_t* num_cached_tokens,
+                     loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).allocate(checked(req), num_new_tokens, num_cached_tokens); });
+}
+
+loom_status append(void* self, const loom_request_view* req, int32_t num_new_tokens, loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).append(checked(req), num_new_tokens); });
+}
+
+loom_status commit(void* self, const loom_request_view* req, loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).commit(checked(req)); });
+}
+
+loom_status free_fn(void* self, uint64_t request_id, loom_error_buf* err) {
+  return mutating(self, err, [&] { self_of(self).free_seq(request_id); });
+}
+
+loom_status block_table(void* self, uint64_t request_id, loom_block_list* out, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { *out = self_of(self).block_table(request_id); });
+}
+
+loom_status usage(void* self, loom_cache_usage* out, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { self_of(self).usage(out); });
+}
+
+const loom_cache_vtable kVtable = {sizeof(loom_cache_vtable), &layout, &fits,    &match_prefix, &can_allocate,
+                                   &allocate,                 &append, &commit, &free_fn,      &block_table,
+                                   &usage};
+
+loom_status validate(const char* config_json, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] { parse_config(config_json); });
+}
+
+loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
+                   const void** vtable, loom_error_buf* err) {
+  return sdk::detail::guarded(err, [&] {
+    const Config cfg = parse_config(config_json);
+    const auto* args = static_cast<const loom_cache_create_args*>(create_args);
+    if (args == nullptr || args->struct_size < sizeof(loom_cache_create_args))
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: missing or too old create args");
+    *self = new RadixCache(host, *args, cfg);
+    *vtable = &kVtable;
+  });
+}
+
+void destroy(void* self) { delete static_cast<RadixCache*>(self); }
+
+const loom_plugin_desc kDesc = {sizeof(loom_plugin_desc),
+                                LOOM_ABI_VERSION,
+                                LOOM_KIND_CACHE,
+                                LOOM_CACHE_IFACE_MAJOR,
+                                LOOM_CACHE_IFACE_MINOR,
+                                "radix",
+                                "0.1.0",
+                                "paged KV blocks with a radix-tree prefix cache (per cache_salt) and LRU leaf eviction",
+                                nullptr,
+                                &validate,
+                                &create,
+                                &destroy};
+
+}  // namespace
+}  // namespace loom::radix
+
+const loom_plugin_desc* loom_cache_radix_entry() { return &loom::radix::kDesc; }
+BOOST_DLL_ALIAS(loom_cache_radix_entry, loom_plugin_entry_v1)

@@ -1,0 +1,102 @@
+// cache/radix: config parsing. Unknown keys are errors, and every problem is reported at once
+// so a user fixes the table in one go.
+#include "radix_config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "loom/sdk_core.hpp"
+
+namespace loom::radix {
+
+int64_t parse_byte_size(const std::string& text) {
+  size_t pos = 0;
+  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
+  const std::string number = text.substr(0, pos);
+  // Digits with at most one dot, and at least one digit.
+  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return -1;
+  double value = 0;
+  try {
+    value = std::stod(number);
+  } catch (const std::exception&) {
+    return -1;
+  }
+  while (pos < text.size() && text[pos] == ' ') ++pos;
+  std::string unit;
+  for (; pos < text.size(); ++pos) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[pos])));
+  static const std::pair<const char*, double> kUnits[] = {
+      {"", 1.0},          {"b", 1.0},
+      {"kb", 1e3},        {"mb", 1e6},
+      {"gb", 1e9},        {"tb", 1e12},
+      {"kib", 0x1p10},    {"mib", 0x1p20},
+      {"gib", 0x1p30},    {"tib", 0x1p40},
+  };
+  for (const auto& [name, scale] : kUnits) {
+    if (unit != name) continue;
+    const double bytes = std::floor(value * scale);
+    if (!(bytes >= 0) || bytes > 0x1p62) return -1;
+    return static_cast<int64_t>(bytes);
+  }
+  return -1;
+}
+
+Config parse_config(const char* config_json) {
+  const std::string text = config_json == nullptr ? "" : config_json;
+  nlohmann::json j = nlohmann::json::object();
+  if (!text.empty()) {
+    try {
+      j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+      throw sdk::ConfigError(std::string("cache radix: config is not valid JSON: ") + e.what());
+    }
+  }
+  if (!j.is_object()) throw sdk::ConfigError("cache radix: config must be a JSON object");
+
+  Config cfg;
+  std::vector<std::string> problems;
+  bool has_memory = false, has_blocks = false;
+  for (const auto& [key, value] : j.items()) {
+    if (key == "kv_memory") {
+      has_memory = true;
+      int64_t bytes = -1;
+      if (value.is_number_integer()) bytes = value.get<int64_t>();
+      else if (value.is_string()) bytes = parse_byte_size(value.get<std::string>());
+      if (bytes <= 0)
+        problems.push_back("kv_memory must be a positive byte count or a size like \"64MiB\" or \"1.5GB\", got " +
+                           value.dump());
+      else cfg.kv_memory = bytes;
+    } else if (key == "num_blocks") {
+      has_blocks = true;
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > INT32_MAX)
+        problems.push_back("num_blocks must be a positive integer, got " + value.dump());
+      else cfg.num_blocks = value.get<int64_t>();
+    } else if (key == "block_size") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 65536)
+        problems.push_back("block_size must be an integer in [1, 65536], got " + value.dump());
+      else cfg.block_size = value.get<int32_t>();
+    } else if (key == "enable_prefix_caching") {
+      if (!value.is_boolean()) problems.push_back("enable_prefix_caching must be true or false, got " + value.dump());
+      else cfg.enable_prefix_caching = value.get<bool>();
+    } else if (key == "check_invariants") {
+      if (!value.is_boolean()) problems.push_back("check_invariants must be true or false, got " + value.dump());
+      else cfg.check_invariants = value.get<bool>();
+    } else {
+      problems.push_back("unknown key \"" + key +
+                         "\" (valid: kv_memory, num_blocks, block_size, enable_prefix_caching, check_invariants)");
+    }
+  }
+  if (has_memory && has_blocks) problems.push_back("set kv_memory or num_blocks, not both");
+  if (!problems.empty()) {
+    std::string message;
+    for (const auto& p : problems) message += (message.empty() ? "cache radix: " : "; ") + p;
+    throw sdk::ConfigError(message);
+  }
+  return cfg;
+}
+
+}  // namespace loom::radix

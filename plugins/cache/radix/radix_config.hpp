@@ -1,0 +1,23 @@
+// cache/radix: the plugin's config table (JSON text from the host's [cache] section).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace loom::radix {
+
+struct Config {
+  int64_t kv_memory = int64_t{64} << 20;  // bytes of K/V to hold, when num_blocks is not given
+  int64_t num_blocks = 0;                 // explicit pool size; 0 = derive from kv_memory
+  int32_t block_size = 16;                // tokens per block
+  bool enable_prefix_caching = true;
+  bool check_invariants = false;  // run the full consistency check after every mutating call
+};
+
+// "64MiB", "1.5GB", "512 KiB", "1048576" -> bytes (KiB = 1024, KB = 1000); -1 when not a size.
+int64_t parse_byte_size(const std::string& text);
+
+// Parses and checks the config; throws sdk::ConfigError listing every problem at once.
+Config parse_config(const char* config_json);
+
+}  // namespace loom::radix

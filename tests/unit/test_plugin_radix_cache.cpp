@@ -1,0 +1,419 @@
+// cache/radix: radix-tree prefix reuse (full committed blocks only, salted subtrees, a split at
+// the block boundary where a request diverges mid-edge), locked paths surviving eviction, LRU
+// leaf eviction trimming tails and cascading to parents, the one-token-left rule, refused
+// allocations changing nothing, fits, and config errors. Pools are tiny (block_size 4, 8 blocks)
+// so every expectation is exact; check_invariants runs the plugin's own consistency check
+// (tree vs pool vs live tables and locks) after every mutating call, in release builds too.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/common/error.hpp"
+#include "core/common/thread_pool.hpp"
+#include "core/plugin/plugin_host.hpp"
+#include "loom/cache.h"
+
+namespace loom {
+namespace {
+
+// A request as the host would show it: tokens so far and how many have K/V.
+struct Req {
+  uint64_t id;
+  std::vector<int32_t> tokens;
+  int32_t computed = 0;
+  uint64_t salt = 0;
+  loom_request_view view() const {
+    loom_request_view v{};
+    v.struct_size = sizeof(v);
+    v.request_id = id;
+    v.token_ids = tokens.data();
+    v.num_tokens = static_cast<int32_t>(tokens.size());
+    v.num_prompt_tokens = v.num_tokens;
+    v.num_computed_tokens = computed;
+    v.max_total_tokens = v.num_tokens + 16;
+    v.cache_salt = salt;
+    return v;
+  }
+};
+
+// Tokens first, first + 1, ..., first + n - 1.
+std::vector<int32_t> seq(int32_t first, int32_t n) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  std::iota(t.begin(), t.end(), first);
+  return t;
+}
+std::vector<int32_t> cat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+constexpr const char* kSmall = R"({"num_blocks": 8, "block_size": 4, "check_invariants": true})";
+
+class Radix : public ::testing::Test {
+ protected:
+  std::unique_ptr<LoadedPlugin> make(const std::string& config = kSmall, int64_t bytes_per_token = 16) {
+    loom_cache_create_args a{};
+    a.struct_size = sizeof(a);
+    a.n_layers = 1;
+    a.n_kv_heads = 1;
+    a.head_dim = 2;
+    a.kv_dtype = LOOM_DTYPE_F32;
+    a.bytes_per_token = bytes_per_token;
+    a.max_model_len = 1024;
+    return host_.create(PluginSpec{LOOM_KIND_CACHE, "radix", "", config}, &a);
+  }
+  void open(const std::string& config = kSmall) { p_ = make(config); }
+
+  std::vector<int32_t> table(uint64_t id) {
+    loom_block_list l{};
+    p_->call("block_table", &loom_cache_vtable::block_table, id, &l);
+    return std::vector<int32_t>(l.ids, l.ids + l.count);
+  }
+  int32_t match(const Req& r) {
+    const loom_request_view v = r.view();
+    int32_t n = -1;
+    p_->call("match_prefix", &loom_cache_vtable::match_prefix, &v, &n);
+    return n;
+  }
+  int32_t can(const Req& r, int32_t n) {
+    const loom_request_view v = r.view();
+    int32_t ok = -1;
+    p_->call("can_allocate", &loom_cache_vtable::can_allocate, &v, n, &ok);
+    return ok;
+  }
+  // Allocates room for n tokens; returns the cached-token count.
+  int32_t alloc(const Req& r, int32_t n) {
+    const loom_request_view v = r.view();
+    int32_t cached = -1;
+    p_->call("allocate", &loom_cache_vtable::allocate, &v, n, &cached);
+    return cached;
+  }
+  loom_status try_alloc(const Req& r, int32_t n) {
+    const loom_request_view v = r.view();
+    int32_t cached = -1;
+    return p_->try_call(nullptr, &loom_cache_vtable::allocate, &v, n, &cached);
+  }
+  loom_status append(const Req& r, int32_t n) {
+    const loom_request_view v = r.view();
+    return p_->try_call(nullptr, &loom_cache_vtable::append, &v, n);
+  }
+  // The host's commit after computing: every token so far has K/V.
+  void commit(Req& r, int32_t computed) {
+    r.computed = computed;
+    const loom_request_view v = r.view();
+    p_->call("commit", &loom_cache_vtable::commit, &v);
+  }
+  void free(uint64_t id) { p_->call("free", &loom_cache_vtable::free, id); }
+  loom_cache_usage usage() {
+    loom_cache_usage u{};
+    u.struct_size = sizeof(u);
+    p_->call("usage", &loom_cache_vtable::usage, &u);
+    EXPECT_EQ(u.free_blocks + u.cached_blocks + u.used_blocks, u.total_blocks);
+    return u;
+  }
+  // Allocates the whole prompt, computes it, commits it and frees it: its full blocks end cached.
+  void run_and_free(Req r) {
+    alloc(r, static_cast<int32_t>(r.tokens.size()));
+    commit(r, static_cast<int32_t>(r.tokens.size()));
+    free(r.id);
+  }
+
+  ThreadPool pool_{1};
+  PluginHost host_{pool_, {}};
+  std::unique_ptr<LoadedPlugin> p_;
+};
+
+TEST_F(Radix, InsertAtCommitMatchFullBlocksOnly) {
+  open();
+  loom_cache_layout lay{};
+  p_->call("layout", &loom_cache_vtable::layout, &lay);
+  EXPECT_EQ(lay.num_blocks, 8);
+  EXPECT_EQ(lay.block_size, 4);
+  Req a{1, seq(1, 10)};  // blocks [1..4] [5..8] [9 10]
+  EXPECT_EQ(alloc(a, 10), 0);
+  EXPECT_EQ(table(1), (std::vector<int32_t>{0, 1, 2}));
+  Req b{2, cat(seq(1, 8), seq(50, 3))};  // shares a's two full blocks
+  EXPECT_EQ(match(b), 0) << "nothing is inserted before commit";
+  commit(a, 7);  // K/V of the first block only
+  EXPECT_EQ(match(b), 4);
+  commit(a, 10);  // both full blocks (the node grows in place); the partial third never enters
+  EXPECT_EQ(match(b), 8);
+  EXPECT_EQ(usage().prefix_query_tokens, 10) << "match_prefix is a pure query";
+
+  EXPECT_EQ(alloc(b, 11), 8);
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 3}));
+  loom_cache_usage u = usage();
+  EXPECT_EQ(u.used_blocks, 4);
+  EXPECT_EQ(u.prefix_hit_tokens, 8);
+  EXPECT_EQ(u.prefix_query_tokens, 21);
+  EXPECT_EQ(match(Req{3, cat(seq(1, 6), seq(70, 4))}), 4) << "a mismatch inside a block loses the block";
+  EXPECT_EQ(match(Req{5, cat(seq(2, 8), seq(50, 3))}), 0);
+
+  free(1);  // 0 and 1 stay used by b; a's partial block 2 is free again
+  u = usage();
+  EXPECT_EQ(u.used_blocks, 3);
+  EXPECT_EQ(u.free_blocks, 5);
+  EXPECT_EQ(u.cached_blocks, 0);
+  free(2);  // 0 and 1 are now cached: in the tree, in no table
+  u = usage();
+  EXPECT_EQ(u.used_blocks, 0);
+  EXPECT_EQ(u.cached_blocks, 2);
+  EXPECT_EQ(u.free_blocks, 6);
+  EXPECT_EQ(u.num_seqs, 0);
+  Req f{6, b.tokens};
+  EXPECT_EQ(alloc(f, 11), 8);
+  EXPECT_EQ(table(6), (std::vector<int32_t>{0, 1, 2}));
+  EXPECT_EQ(usage().cached_blocks, 0);
+  free(424242);  // unknown ids are not an error
+  EXPECT_EQ(try_alloc(f, 1), LOOM_ERR_INVALID_ARGUMENT);  // already holds blocks
+}
+
+TEST_F(Radix, DivergingMidEdgeSplitsAtABlockBoundaryAndEvictionCascades) {
+  open();
+  run_and_free(Req{1, seq(1, 12)});  // one edge of three blocks: [0 1 2]
+  EXPECT_EQ(usage().cached_blocks, 3);
+  Req b{2, cat(seq(1, 8), seq(90, 5))};  // equal for two blocks, then diverges
+  EXPECT_EQ(match(b), 8);
+  EXPECT_EQ(alloc(b, 13), 8);  // splits the edge into [0 1] -> [2]
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 3, 4}));
+  commit(b, 13);  // inserts [3] beside [2] under [0 1]
+  free(2);
+  EXPECT_EQ(match(Req{3, seq(1, 13)}), 12) << "the split kept the old branch whole";
+  EXPECT_EQ(match(Req{3, cat(b.tokens, seq(0, 1))}), 12) << "and the new branch sits beside it";
+  loom_cache_usage u = usage();
+  EXPECT_EQ(u.cached_blocks, 4);
+  EXPECT_EQ(u.free_blocks, 4);
+
+  // Leaves [2] (used before b) and [3] (released with b): [2] is the least recently used.
+  Req c{4, seq(200, 20)};
+  EXPECT_EQ(alloc(c, 20), 0);
+  EXPECT_EQ(table(4), (std::vector<int32_t>{2, 4, 5, 6, 7}));
+  EXPECT_EQ(match(Req{3, seq(1, 13)}), 8);
+  EXPECT_EQ(match(Req{3, cat(b.tokens, seq(0, 1))}), 12);
+  c.computed = 20;
+  ASSERT_EQ(append(c, 4), LOOM_OK);  // then [3]; its parent [0 1] becomes a leaf
+  EXPECT_EQ(table(4).back(), 3);
+  EXPECT_EQ(match(Req{3, cat(b.tokens, seq(0, 1))}), 8);
+  c.computed = 24;
+  ASSERT_EQ(append(c, 4), LOOM_OK);  // the parent is trimmed from its tail
+  EXPECT_EQ(table(4).back(), 1);
+  EXPECT_EQ(match(Req{3, seq(1, 13)}), 4);
+  c.computed = 28;
+  ASSERT_EQ(append(c, 4), LOOM_OK);
+  EXPECT_EQ(table(4).back(), 0);
+  EXPECT_EQ(match(Req{3, seq(1, 13)}), 0);
+  u = usage();
+  EXPECT_EQ(u.used_blocks, 8);
+  EXPECT_EQ(u.cached_blocks, 0);
+  c.computed = 32;
+  EXPECT_EQ(append(c, 1), LOOM_ERR_OUT_OF_MEMORY);
+}
+
+TEST_F(Radix, SaltsHaveSeparateSubtrees) {
+  open();
+  run_and_free(Req{1, seq(1, 8), 0, 7});
+  EXPECT_EQ(match(Req{2, seq(1, 9), 0, 7}), 8);
+  EXPECT_EQ(match(Req{2, seq(1, 9), 0, 0}), 0);
+  EXPECT_EQ(match(Req{2, seq(1, 9), 0, 8}), 0);
+  Req other{3, seq(1, 9), 0, 8};
+  EXPECT_EQ(alloc(other, 9), 0);
+  EXPECT_EQ(table(3), (std::vector<int32_t>{2, 3, 4}));
+  commit(other, 9);
+  free(3);
+  const loom_cache_usage u = usage();
+  EXPECT_EQ(u.cached_blocks, 4);
+  EXPECT_EQ(match(Req{2, seq(1, 9), 0, 7}), 8);
+  EXPECT_EQ(match(Req{2, seq(1, 9), 0, 8}), 8);
+}
+
+TEST_F(Radix, LockedPathIsNeverEvicted) {
+  open();
+  run_and_free(Req{1, seq(1, 12)});  // [0 1 2] cached
+  Req b{2, cat(seq(1, 8), seq(60, 1))};
+  EXPECT_EQ(alloc(b, 9), 8);  // locks [0 1]; [2] stays unlocked
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 3}));
+  loom_cache_usage u = usage();
+  EXPECT_EQ(u.used_blocks, 3);
+  EXPECT_EQ(u.cached_blocks, 1);
+  EXPECT_EQ(u.free_blocks, 4);
+  Req c{3, seq(300, 24)};
+  EXPECT_EQ(can(c, 24), 0) << "locked blocks are not evictable";
+  EXPECT_EQ(try_alloc(c, 24), LOOM_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(can(c, 20), 1);
+  EXPECT_EQ(alloc(c, 20), 0);
+  EXPECT_EQ(table(3), (std::vector<int32_t>{2, 4, 5, 6, 7}));
+  EXPECT_EQ(match(Req{4, seq(1, 9)}), 8) << "the locked prefix survived";
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 3}));
+  EXPECT_EQ(try_alloc(Req{4, seq(500, 1)}, 1), LOOM_ERR_OUT_OF_MEMORY);
+  free(2);  // unlocked now: evictable
+  EXPECT_EQ(alloc(Req{4, seq(500, 5)}, 5), 0);
+  EXPECT_EQ(table(4), (std::vector<int32_t>{1, 3})) << "the prefix's tail block, evicted, and the free one";
+}
+
+TEST_F(Radix, EvictsLeastRecentlyUsedLeafFirst) {
+  open();
+  run_and_free(Req{1, seq(1, 8)});    // X: [0 1]
+  run_and_free(Req{2, seq(101, 8)});  // Y: [2 3], released after X
+  Req z{3, seq(1, 9)};
+  EXPECT_EQ(alloc(z, 9), 8);  // touches X again: now Y is the least recently used
+  EXPECT_EQ(table(3), (std::vector<int32_t>{0, 1, 4}));
+  free(3);
+  Req w{4, seq(1001, 20)};
+  EXPECT_EQ(alloc(w, 20), 0);
+  EXPECT_EQ(table(4), (std::vector<int32_t>{3, 4, 5, 6, 7})) << "free blocks, then Y's tail";
+  EXPECT_EQ(match(Req{5, seq(101, 9)}), 4);
+  EXPECT_EQ(match(Req{5, seq(1, 9)}), 8);
+  w.computed = 20;
+  ASSERT_EQ(append(w, 4), LOOM_OK);  // Y's head next, before any of X
+  EXPECT_EQ(table(4).back(), 2);
+  EXPECT_EQ(match(Req{5, seq(101, 9)}), 0);
+  EXPECT_EQ(match(Req{5, seq(1, 9)}), 8);
+  const loom_cache_usage u = usage();
+  EXPECT_EQ(u.cached_blocks, 2);
+  EXPECT_EQ(u.free_blocks, 0);
+}
+
+TEST_F(Radix, SamePrefixComputedTwiceAdoptsTheFirstCopy) {
+  open(R"({"num_blocks": 12, "block_size": 4, "check_invariants": true})");
+  Req a{1, seq(1, 12)}, b{2, seq(1, 9)}, c{3, cat(seq(1, 8), seq(80, 5))};
+  EXPECT_EQ(alloc(a, 12), 0);
+  EXPECT_EQ(alloc(b, 9), 0);  // nothing committed yet: b and c compute the shared prefix too
+  EXPECT_EQ(alloc(c, 13), 0);
+  EXPECT_EQ(table(2), (std::vector<int32_t>{3, 4, 5}));
+  EXPECT_EQ(table(3), (std::vector<int32_t>{6, 7, 8, 9}));
+  commit(a, 12);  // [0 1 2]
+  commit(b, 9);   // b takes a's [0 1] (splitting the edge) and lets 3 and 4 go
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 5}));
+  commit(c, 13);  // c takes [0 1] too and inserts its own third block beside a's
+  EXPECT_EQ(table(3), (std::vector<int32_t>{0, 1, 8, 9}));
+  loom_cache_usage u = usage();
+  EXPECT_EQ(u.used_blocks, 6);
+  EXPECT_EQ(u.free_blocks, 6);
+  b.tokens.insert(b.tokens.end(), {42, 43, 44});
+  ASSERT_EQ(append(b, 3), LOOM_OK);
+  commit(b, 12);  // b's third block goes under the shared [0 1]
+  free(1);
+  free(2);
+  free(3);
+  u = usage();
+  EXPECT_EQ(u.cached_blocks, 5);
+  EXPECT_EQ(u.free_blocks, 7);
+  EXPECT_EQ(match(Req{4, seq(1, 13)}), 12);
+  EXPECT_EQ(match(Req{4, cat(seq(1, 8), seq(80, 5))}), 12);
+  EXPECT_EQ(match(Req{4, cat(seq(1, 9), {42, 43, 44, 45})}), 12);
+}
+
+TEST_F(Radix, NeverCachesEveryToken) {
+  open();
+  run_and_free(Req{1, seq(1, 8)});
+  EXPECT_EQ(match(Req{2, seq(1, 8)}), 4) << "the last token must be computed";
+  EXPECT_EQ(match(Req{2, seq(1, 9)}), 8);
+  Req r{2, seq(1, 8)};
+  EXPECT_EQ(alloc(r, 8), 4);
+  free(2);
+  Req s{3, seq(1, 9)};
+  EXPECT_EQ(alloc(s, 5), 4) << "a room of 5 tokens can hold at most 4 cached ones";
+  EXPECT_EQ(table(3), (std::vector<int32_t>{0, 2}));
+}
+
+TEST_F(Radix, CanAllocateDoesNotCountReusedBlocksTwice) {
+  open();
+  run_and_free(Req{1, seq(1, 8)});  // blocks 0 1 cached, 6 free
+  Req w{2, cat(seq(1, 8), seq(500, 24))};  // 32 tokens = 8 blocks, 2 of them a hit
+  EXPECT_EQ(can(w, 32), 1);
+  Req w2{3, cat(seq(1, 8), seq(500, 25))};  // 33 tokens = 9 blocks: 7 new, only 6 besides the hit
+  EXPECT_EQ(can(w2, 33), 0);
+  EXPECT_EQ(try_alloc(w2, 33), LOOM_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(usage().cached_blocks, 2) << "a refused allocation locks and splits nothing";
+  EXPECT_EQ(alloc(w, 32), 8);
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  const loom_cache_usage u = usage();
+  EXPECT_EQ(u.used_blocks, 8);
+  EXPECT_EQ(u.cached_blocks, 0);
+  EXPECT_EQ(u.free_blocks, 0);
+}
+
+TEST_F(Radix, RefusalsChangeNothing) {
+  open();
+  Req a{1, seq(1, 24)};
+  alloc(a, 24);  // 6 blocks
+  Req b{2, seq(100, 12)};
+  EXPECT_EQ(can(b, 12), 0);
+  EXPECT_EQ(try_alloc(b, 12), LOOM_ERR_OUT_OF_MEMORY);
+  EXPECT_EQ(can(b, 8), 1);
+  alloc(b, 8);  // the last 2 blocks
+  const loom_cache_usage before = usage();
+  const std::vector<int32_t> table_before = table(1);
+  a.computed = 24;
+  EXPECT_EQ(can(a, 1), 0);
+  std::string msg;
+  const loom_request_view v = a.view();
+  EXPECT_EQ(p_->try_call(&msg, &loom_cache_vtable::append, &v, 1), LOOM_ERR_OUT_OF_MEMORY);
+  EXPECT_NE(msg.find("more blocks"), std::string::npos) << msg;
+  EXPECT_EQ(table(1), table_before);
+  const loom_cache_usage after = usage();
+  EXPECT_EQ(after.used_blocks, before.used_blocks);
+  EXPECT_EQ(after.free_blocks, before.free_blocks);
+  EXPECT_EQ(after.num_seqs, 2);
+  EXPECT_EQ(append(a, 0), LOOM_OK);  // no growth needed
+}
+
+TEST_F(Radix, FitsIsTheWholePool) {
+  open();
+  int32_t ok = -1;
+  p_->call("fits", &loom_cache_vtable::fits, int32_t{32}, &ok);
+  EXPECT_EQ(ok, 1);
+  char text[256] = {0};
+  loom_error_buf err{text, sizeof(text)};
+  ASSERT_EQ(p_->vtable<loom_cache_vtable>().fits(p_->self(), 33, &ok, &err), LOOM_OK);
+  EXPECT_EQ(ok, 0);
+  EXPECT_NE(std::string(text).find("8 blocks x 4 tokens = 32 tokens"), std::string::npos) << text;
+}
+
+TEST_F(Radix, PrefixCachingCanBeTurnedOff) {
+  open(R"({"num_blocks": 8, "block_size": 4, "enable_prefix_caching": false, "check_invariants": true})");
+  run_and_free(Req{1, seq(1, 8)});
+  EXPECT_EQ(match(Req{2, seq(1, 9)}), 0);
+  EXPECT_EQ(alloc(Req{2, seq(1, 9)}, 9), 0);
+  const loom_cache_usage u = usage();
+  EXPECT_EQ(u.cached_blocks, 0);
+  EXPECT_EQ(u.prefix_query_tokens, 0);
+}
+
+TEST_F(Radix, PoolSizeFromKvMemory) {
+  loom_cache_layout lay{};
+  auto blocks = [&](const std::string& cfg, int64_t bytes_per_token) {
+    make(cfg, bytes_per_token)->call("layout", &loom_cache_vtable::layout, &lay);
+    return lay.num_blocks;
+  };
+  EXPECT_EQ(blocks(R"({"kv_memory": 4096, "block_size": 4})", 16), 64);
+  EXPECT_EQ(blocks(R"({"kv_memory": "1KiB", "block_size": 4})", 16), 16);
+  EXPECT_EQ(blocks(R"({"kv_memory": "1KB", "block_size": 4})", 16), 15);
+  EXPECT_EQ(blocks(R"({"kv_memory": "2GiB"})", int64_t{1} << 20), 128);
+  EXPECT_EQ(blocks(R"({"kv_memory": "1.5GB"})", int64_t{1} << 20), 89);  // 1.5e9 / 16 MiB
+  EXPECT_EQ(blocks(R"({"kv_memory": "64 MiB"})", int64_t{1} << 16), 64);
+  EXPECT_EQ(blocks("{}", int64_t{1} << 16), 64);  // defaults: 64 MiB, 16 tokens
+  EXPECT_EQ(lay.block_size, 16);
+}
+
+TEST_F(Radix, ConfigErrorsAreAllReported) {
+  try {
+    make(R"({"kv_memory": "lots", "num_blocks": 4, "block_size": 0, "enable_prefix_caching": 1, "colour": 1})");
+    FAIL() << "a bad config was accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("kv_memory must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("block_size must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("enable_prefix_caching must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("unknown key \"colour\""), std::string::npos) << m;
+    EXPECT_NE(m.find("not both"), std::string::npos) << m;
+  }
+  EXPECT_THROW(make(R"({"kv_memory": "12 parsecs"})"), Error);
+  EXPECT_THROW(make(R"({"kv_memory": "1.2.3MB"})"), Error);
+  EXPECT_THROW(make(R"({"num_blocks": 0})"), Error);
+  EXPECT_THROW(make("[1]"), Error);
+  EXPECT_THROW(make(R"({"kv_memory": 10, "block_size": 4})", 64), Error);  // not one block
+}
+
+}  // namespace
+}  // namespace loom
