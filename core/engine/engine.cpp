@@ -28,7 +28,9 @@ const char* finish_reason_name(FinishReason r) {
 }
 
 Engine::Engine(const Config& config)
-    : stack_(std::make_unique<RuntimeStack>(config)), seed_rng_(config.runtime.seed) {
+    : stack_(std::make_unique<RuntimeStack>(config)),
+      seed_rng_(config.runtime.seed),
+      metrics_(stack_->max_model_len) {
   info_.name = config.model.name;
   info_.max_model_len = stack_->max_model_len;
   info_.vocab_size = stack_->tokenizer->vocab_size();
@@ -87,8 +89,13 @@ void Engine::abort(uint64_t request_id) {
 }
 
 EngineStats Engine::stats() const {
-  std::lock_guard<std::mutex> lock(stats_mutex_);
-  return stats_;
+  EngineStats s;
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    s = stats_;
+  }
+  metrics_.snapshot_into(s);
+  return s;
 }
 
 void Engine::loop() {
@@ -133,6 +140,7 @@ void Engine::drain_inbox() {
     const uint64_t id = req->id;
     auto& slot = requests_[id];
     slot = std::move(req);
+    metrics_.on_arrival(id, slot->arrival_time_us);
     try {
       stack_->scheduler_add(slot->view());
     } catch (const std::exception& e) {
@@ -148,12 +156,13 @@ void Engine::drain_inbox() {
 // schedule -> execute -> update.
 void Engine::step() {
   // schedule: the scheduler decides how many tokens each request advances.
+  const int64_t schedule_us = now_us();
   const ScheduleResult plan = stack_->schedule(
       [this](uint64_t id) -> const RequestState* {
         auto it = requests_.find(id);
         return it == requests_.end() ? nullptr : it->second.get();
       },
-      now_us());
+      schedule_us);
   for (const auto& [id, reason] : plan.rejected) {
     if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, reason);
   }
@@ -163,6 +172,11 @@ void Engine::step() {
   // Queue depth and KV use change at scheduling: publish before the (long) forward pass.
   publish_stats();
   if (plan.scheduled.empty()) return;
+  int64_t step_tokens = 0;
+  for (const auto& s : plan.scheduled) {
+    metrics_.on_scheduled(s.request_id, schedule_us);
+    step_tokens += s.num_new_tokens;
+  }
 
   // execute: one flat batch of every scheduled token.
   std::vector<StepSequence> seqs;
@@ -173,6 +187,9 @@ void Engine::step() {
     seqs.push_back(StepSequence{&req, s.num_new_tokens});
   }
   stack_->execute(seqs, logits_);
+  // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
+  const int64_t sampled_us = now_us();
+  metrics_.on_step(step_tokens);
 
   // update: advance, sample, detokenize, stop, stream, free.
   const int32_t vocab = info_.vocab_size;
@@ -186,6 +203,7 @@ void Engine::step() {
     ++logit_row;
     const int32_t token = stack_->sample(row, req.sampling, req.rng);
     req.token_ids.push_back(token);
+    metrics_.on_token(req.id, sampled_us);
     emit(req, {token});
   }
 }
@@ -246,9 +264,11 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
       ++stats_.requests_finished;
+      ++(reason == FinishReason::kStop ? stats_.requests_finished_stop : stats_.requests_finished_length);
       stats_.prompt_tokens_total += req.num_prompt_tokens;
     }
   }
+  metrics_.on_finished(id, reason, req.num_prompt_tokens, req.num_generated(), now_us());
   requests_.erase(id);
 }
 
@@ -262,6 +282,9 @@ void Engine::publish_stats() {
   stats_.kv_used_blocks = usage.kv_used_blocks;
   stats_.kv_free_blocks = usage.kv_free_blocks;
   stats_.kv_num_seqs = usage.kv_num_seqs;
+  stats_.kv_cached_blocks = usage.kv_cached_blocks;
+  stats_.prefix_cache_queries = usage.prefix_query_tokens;
+  stats_.prefix_cache_hits = usage.prefix_hit_tokens;
 }
 
 }  // namespace loom

@@ -14,6 +14,7 @@
 
 #include "core/config/config.hpp"
 #include "core/engine/engine_api.hpp"
+#include "core/engine/request_metrics.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/runtime_stack.hpp"
 
@@ -62,6 +63,8 @@ class Engine final : public EngineInterface {
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;
+  // Histograms are thread-safe on their own; per-request timelines are engine-thread only.
+  RequestMetrics metrics_;
   std::thread thread_;
 };
 

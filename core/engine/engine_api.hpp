@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "core/common/histogram.hpp"
+
 namespace loom {
 
 class Tokenizer;
@@ -59,6 +61,23 @@ struct EngineStats {
   int64_t requests_finished = 0;
   int64_t prompt_tokens_total = 0;
   int64_t generation_tokens_total = 0;
+  // Requests finished normally, by reason (requests_finished is their sum).
+  int64_t requests_finished_stop = 0;
+  int64_t requests_finished_length = 0;
+  int32_t kv_cached_blocks = 0;        // unreferenced blocks kept for prefix reuse
+  int64_t prefix_cache_queries = 0;    // cumulative prompt tokens looked up in the prefix cache
+  int64_t prefix_cache_hits = 0;       // cumulative tokens of those found there
+  // Request-level histograms (seconds unless tokens); see core/engine/request_metrics.hpp.
+  HistogramSnapshot time_to_first_token;
+  HistogramSnapshot inter_token_latency;
+  HistogramSnapshot time_per_output_token;
+  HistogramSnapshot e2e_request_latency;
+  HistogramSnapshot request_queue_time;
+  HistogramSnapshot request_prefill_time;
+  HistogramSnapshot request_decode_time;
+  HistogramSnapshot request_prompt_tokens;
+  HistogramSnapshot request_generation_tokens;
+  HistogramSnapshot iteration_tokens;   // tokens computed per engine step
 };
 
 struct ModelInfo {

@@ -253,6 +253,9 @@ RuntimeUsage RuntimeStack::usage() const {
   u.kv_used_blocks = cache.used_blocks;
   u.kv_free_blocks = cache.free_blocks;
   u.kv_num_seqs = cache.num_seqs;
+  u.kv_cached_blocks = cache.cached_blocks;
+  u.prefix_hit_tokens = cache.prefix_hit_tokens;
+  u.prefix_query_tokens = cache.prefix_query_tokens;
   return u;
 }
 

@@ -48,6 +48,9 @@ struct RuntimeUsage {
   int32_t kv_used_blocks = 0;
   int32_t kv_free_blocks = 0;
   int32_t kv_num_seqs = 0;
+  int32_t kv_cached_blocks = 0;
+  int64_t prefix_hit_tokens = 0;    // cumulative, as the cache plugin counts them
+  int64_t prefix_query_tokens = 0;
 };
 
 class RuntimeStack {

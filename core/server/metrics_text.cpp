@@ -1,6 +1,10 @@
 #include "core/server/metrics_text.hpp"
 
-#include <cstdio>
+#include <charconv>
+#include <cmath>
+#include <initializer_list>
+#include <string>
+#include <utility>
 
 namespace loom {
 namespace {
@@ -21,28 +25,61 @@ std::string escape_label(const std::string& value) {
   return out;
 }
 
+// Shortest text that reads back as the same double: "0.001" rather than "0.00100000000000000002".
 std::string number(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.17g", v);
-  return buf;
+  const auto res = std::to_chars(buf, buf + sizeof(buf), v);
+  return std::string(buf, res.ptr);
 }
 
 class MetricsWriter {
  public:
   explicit MetricsWriter(const std::string& model_name)
-      : labels_("{model_name=\"" + escape_label(model_name) + "\"}") {}
+      : model_label_("model_name=\"" + escape_label(model_name) + "\"") {}
 
   void add(const char* name, const char* type, const char* help, double value) {
-    out_ += std::string("# HELP ") + name + " " + help + "\n";
-    out_ += std::string("# TYPE ") + name + " " + type + "\n";
-    out_ += std::string(name) + labels_ + " " + number(value) + "\n";
+    header(name, type, help);
+    sample(name, "", value);
+  }
+  // One counter with a series per value of `label`.
+  void add_labeled(const char* name, const char* type, const char* help, const char* label,
+                   std::initializer_list<std::pair<const char*, double>> series) {
+    header(name, type, help);
+    for (const auto& [label_value, value] : series)
+      sample(name, std::string(label) + "=\"" + escape_label(label_value) + "\"", value);
+  }
+  // _bucket series (cumulative, le inclusive, ending with +Inf), then _count and _sum.
+  void add_histogram(const char* name, const char* help, const HistogramSnapshot& h) {
+    header(name, "histogram", help);
+    const std::string bucket = std::string(name) + "_bucket";
+    for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
+      const uint64_t c = i < h.cumulative.size() ? h.cumulative[i] : 0;
+      sample(bucket, "le=\"" + number(h.upper_bounds[i]) + "\"", static_cast<double>(c));
+    }
+    sample(bucket, "le=\"+Inf\"", static_cast<double>(h.count));
+    sample(std::string(name) + "_count", "", static_cast<double>(h.count));
+    sample(std::string(name) + "_sum", "", h.sum);
   }
   std::string take() { return std::move(out_); }
 
  private:
-  std::string labels_;
+  void header(const char* name, const char* type, const char* help) {
+    out_ += std::string("# HELP ") + name + " " + help + "\n";
+    out_ += std::string("# TYPE ") + name + " " + type + "\n";
+  }
+  void sample(const std::string& name, const std::string& extra_label, double value) {
+    out_ += name + "{" + model_label_;
+    if (!extra_label.empty()) out_ += "," + extra_label;
+    out_ += "} " + number(value) + "\n";
+  }
+
+  std::string model_label_;
   std::string out_;
 };
+
+double num(int64_t v) { return static_cast<double>(v); }
 
 }  // namespace
 
@@ -57,15 +94,42 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name) 
   w.add("loom:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", usage);
   w.add("loom:kv_cache_used_blocks", "gauge", "KV-cache blocks in use.", s.kv_used_blocks);
   w.add("loom:kv_cache_total_blocks", "gauge", "KV-cache blocks in the pool.", s.kv_total_blocks);
+  w.add("loom:kv_cache_cached_blocks", "gauge",
+        "KV-cache blocks unreferenced but kept for prefix reuse.", s.kv_cached_blocks);
   w.add("loom:kv_cache_num_seqs", "gauge", "Sequences holding KV-cache blocks.", s.kv_num_seqs);
   w.add("loom:num_preemptions_total", "counter", "Cumulative number of preemptions.",
-        static_cast<double>(s.num_preemptions));
+        num(s.num_preemptions));
+  w.add("loom:prefix_cache_queries_total", "counter",
+        "Prefix cache queries, in terms of number of queried tokens.", num(s.prefix_cache_queries));
+  w.add("loom:prefix_cache_hits_total", "counter",
+        "Prefix cache hits, in terms of number of cached tokens.", num(s.prefix_cache_hits));
   w.add("loom:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
-        static_cast<double>(s.prompt_tokens_total));
+        num(s.prompt_tokens_total));
   w.add("loom:generation_tokens_total", "counter", "Number of generation tokens processed.",
-        static_cast<double>(s.generation_tokens_total));
-  w.add("loom:request_success_total", "counter", "Count of successfully processed requests.",
-        static_cast<double>(s.requests_finished));
+        num(s.generation_tokens_total));
+  w.add_labeled("loom:request_success_total", "counter",
+                "Count of successfully processed requests.", "finished_reason",
+                {{"stop", num(s.requests_finished_stop)}, {"length", num(s.requests_finished_length)}});
+  w.add_histogram("loom:time_to_first_token_seconds",
+                  "Histogram of time to first token in seconds.", s.time_to_first_token);
+  w.add_histogram("loom:inter_token_latency_seconds",
+                  "Histogram of inter-token latency in seconds.", s.inter_token_latency);
+  w.add_histogram("loom:request_time_per_output_token_seconds",
+                  "Histogram of time_per_output_token_seconds per request.", s.time_per_output_token);
+  w.add_histogram("loom:e2e_request_latency_seconds",
+                  "Histogram of e2e request latency in seconds.", s.e2e_request_latency);
+  w.add_histogram("loom:request_queue_time_seconds",
+                  "Histogram of time spent in WAITING phase for request.", s.request_queue_time);
+  w.add_histogram("loom:request_prefill_time_seconds",
+                  "Histogram of time spent in PREFILL phase for request.", s.request_prefill_time);
+  w.add_histogram("loom:request_decode_time_seconds",
+                  "Histogram of time spent in DECODE phase for request.", s.request_decode_time);
+  w.add_histogram("loom:request_prompt_tokens", "Number of prefill tokens processed.",
+                  s.request_prompt_tokens);
+  w.add_histogram("loom:request_generation_tokens", "Number of generation tokens processed.",
+                  s.request_generation_tokens);
+  w.add_histogram("loom:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+                  s.iteration_tokens);
   return w.take();
 }
 

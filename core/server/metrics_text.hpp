@@ -1,6 +1,8 @@
 // GET /metrics: the engine's stats in the Prometheus text exposition format (version 0.0.4).
 // Names follow vLLM's with a `loom:` prefix so existing dashboards need only the prefix changed;
-// every sample carries model_name="<served name>" as vLLM's do.
+// every sample carries model_name="<served name>" as vLLM's do. Histograms are written as
+// _bucket{le=...} (cumulative, ending with +Inf), then _count and _sum; request_success_total has
+// one series per finished_reason (stop, length).
 #pragma once
 
 #include <string>

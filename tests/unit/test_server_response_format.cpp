@@ -117,6 +117,8 @@ TEST(ServerResponseFormat, MetricsText) {
   s.kv_num_seqs = 3;
   s.num_preemptions = 1;
   s.requests_finished = 7;
+  s.requests_finished_stop = 4;
+  s.requests_finished_length = 3;
   s.prompt_tokens_total = 100;
   s.generation_tokens_total = 1234567890123;
   const std::string text = render_metrics(s, "a\"b");
@@ -135,7 +137,8 @@ TEST(ServerResponseFormat, MetricsText) {
   EXPECT_TRUE(has("loom:num_preemptions_total{model_name=\"a\\\"b\"} 1"));
   EXPECT_TRUE(has("loom:prompt_tokens_total{model_name=\"a\\\"b\"} 100"));
   EXPECT_TRUE(has("loom:generation_tokens_total{model_name=\"a\\\"b\"} 1234567890123"));
-  EXPECT_TRUE(has("loom:request_success_total{model_name=\"a\\\"b\"} 7"));
+  EXPECT_TRUE(has("loom:request_success_total{model_name=\"a\\\"b\",finished_reason=\"stop\"} 4"));
+  EXPECT_TRUE(has("loom:request_success_total{model_name=\"a\\\"b\",finished_reason=\"length\"} 3"));
   EXPECT_TRUE(
       render_metrics(EngineStats{}, "m").find("loom:kv_cache_usage_perc{model_name=\"m\"} 0\n") !=
       std::string::npos);

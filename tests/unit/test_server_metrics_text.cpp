@@ -1,0 +1,156 @@
+// GET /metrics text: the exact exposition for a fixed snapshot (HELP/TYPE lines, model_name on
+// every sample, one request_success_total series per reason, histograms as cumulative _bucket
+// series ending with +Inf then _count and _sum), label escaping, and the route serving it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/server/http_server.hpp"
+#include "core/server/metrics_text.hpp"
+#include "tests/unit/fake_engine.hpp"
+#include "tests/unit/http_test_client.hpp"
+
+namespace loom {
+namespace {
+
+namespace http = boost::beast::http;
+
+HistogramSnapshot small_histogram() {
+  HistogramSnapshot h;
+  h.upper_bounds = {0.001, 0.5, 2};
+  h.cumulative = {1, 2, 2};
+  h.count = 3;
+  h.sum = 3.25;
+  return h;
+}
+
+EngineStats fixed_stats() {
+  EngineStats s;
+  s.num_waiting = 2;
+  s.num_running = 1;
+  s.kv_total_blocks = 8;
+  s.kv_used_blocks = 2;
+  s.kv_free_blocks = 5;
+  s.kv_cached_blocks = 1;
+  s.kv_num_seqs = 1;
+  s.num_preemptions = 4;
+  s.requests_finished = 7;
+  s.requests_finished_stop = 5;
+  s.requests_finished_length = 2;
+  s.prompt_tokens_total = 100;
+  s.generation_tokens_total = 40;
+  s.prefix_cache_queries = 64;
+  s.prefix_cache_hits = 48;
+  s.time_to_first_token = small_histogram();
+  return s;
+}
+
+// An empty histogram (no bounds, nothing observed) still shows its +Inf bucket, count and sum.
+std::string empty_histogram(const std::string& name, const std::string& help) {
+  const std::string m = "{model_name=\"m\"}";
+  return "# HELP " + name + " " + help + "\n# TYPE " + name + " histogram\n" + name +
+         "_bucket{model_name=\"m\",le=\"+Inf\"} 0\n" + name + "_count" + m + " 0\n" + name +
+         "_sum" + m + " 0\n";
+}
+
+TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
+  const std::string expected =
+      "# HELP loom:num_requests_running Number of requests in the running batch.\n"
+      "# TYPE loom:num_requests_running gauge\n"
+      "loom:num_requests_running{model_name=\"m\"} 1\n"
+      "# HELP loom:num_requests_waiting Number of requests waiting to be scheduled.\n"
+      "# TYPE loom:num_requests_waiting gauge\n"
+      "loom:num_requests_waiting{model_name=\"m\"} 2\n"
+      "# HELP loom:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n"
+      "# TYPE loom:kv_cache_usage_perc gauge\n"
+      "loom:kv_cache_usage_perc{model_name=\"m\"} 0.25\n"
+      "# HELP loom:kv_cache_used_blocks KV-cache blocks in use.\n"
+      "# TYPE loom:kv_cache_used_blocks gauge\n"
+      "loom:kv_cache_used_blocks{model_name=\"m\"} 2\n"
+      "# HELP loom:kv_cache_total_blocks KV-cache blocks in the pool.\n"
+      "# TYPE loom:kv_cache_total_blocks gauge\n"
+      "loom:kv_cache_total_blocks{model_name=\"m\"} 8\n"
+      "# HELP loom:kv_cache_cached_blocks KV-cache blocks unreferenced but kept for prefix reuse.\n"
+      "# TYPE loom:kv_cache_cached_blocks gauge\n"
+      "loom:kv_cache_cached_blocks{model_name=\"m\"} 1\n"
+      "# HELP loom:kv_cache_num_seqs Sequences holding KV-cache blocks.\n"
+      "# TYPE loom:kv_cache_num_seqs gauge\n"
+      "loom:kv_cache_num_seqs{model_name=\"m\"} 1\n"
+      "# HELP loom:num_preemptions_total Cumulative number of preemptions.\n"
+      "# TYPE loom:num_preemptions_total counter\n"
+      "loom:num_preemptions_total{model_name=\"m\"} 4\n"
+      "# HELP loom:prefix_cache_queries_total Prefix cache queries, in terms of number of queried "
+      "tokens.\n"
+      "# TYPE loom:prefix_cache_queries_total counter\n"
+      "loom:prefix_cache_queries_total{model_name=\"m\"} 64\n"
+      "# HELP loom:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n"
+      "# TYPE loom:prefix_cache_hits_total counter\n"
+      "loom:prefix_cache_hits_total{model_name=\"m\"} 48\n"
+      "# HELP loom:prompt_tokens_total Number of prefill tokens processed.\n"
+      "# TYPE loom:prompt_tokens_total counter\n"
+      "loom:prompt_tokens_total{model_name=\"m\"} 100\n"
+      "# HELP loom:generation_tokens_total Number of generation tokens processed.\n"
+      "# TYPE loom:generation_tokens_total counter\n"
+      "loom:generation_tokens_total{model_name=\"m\"} 40\n"
+      "# HELP loom:request_success_total Count of successfully processed requests.\n"
+      "# TYPE loom:request_success_total counter\n"
+      "loom:request_success_total{model_name=\"m\",finished_reason=\"stop\"} 5\n"
+      "loom:request_success_total{model_name=\"m\",finished_reason=\"length\"} 2\n"
+      "# HELP loom:time_to_first_token_seconds Histogram of time to first token in seconds.\n"
+      "# TYPE loom:time_to_first_token_seconds histogram\n"
+      "loom:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"0.001\"} 1\n"
+      "loom:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"0.5\"} 2\n"
+      "loom:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"2\"} 2\n"
+      "loom:time_to_first_token_seconds_bucket{model_name=\"m\",le=\"+Inf\"} 3\n"
+      "loom:time_to_first_token_seconds_count{model_name=\"m\"} 3\n"
+      "loom:time_to_first_token_seconds_sum{model_name=\"m\"} 3.25\n" +
+      empty_histogram("loom:inter_token_latency_seconds",
+                      "Histogram of inter-token latency in seconds.") +
+      empty_histogram("loom:request_time_per_output_token_seconds",
+                      "Histogram of time_per_output_token_seconds per request.") +
+      empty_histogram("loom:e2e_request_latency_seconds",
+                      "Histogram of e2e request latency in seconds.") +
+      empty_histogram("loom:request_queue_time_seconds",
+                      "Histogram of time spent in WAITING phase for request.") +
+      empty_histogram("loom:request_prefill_time_seconds",
+                      "Histogram of time spent in PREFILL phase for request.") +
+      empty_histogram("loom:request_decode_time_seconds",
+                      "Histogram of time spent in DECODE phase for request.") +
+      empty_histogram("loom:request_prompt_tokens", "Number of prefill tokens processed.") +
+      empty_histogram("loom:request_generation_tokens", "Number of generation tokens processed.") +
+      empty_histogram("loom:iteration_tokens_total",
+                      "Histogram of number of tokens per engine_step.");
+  EXPECT_EQ(render_metrics(fixed_stats(), "m"), expected);
+}
+
+TEST(ServerMetricsText, ModelNameIsEscapedInEveryLabel) {
+  const std::string text = render_metrics(fixed_stats(), "a\"b\\c\nd");
+  EXPECT_NE(text.find("loom:num_requests_running{model_name=\"a\\\"b\\\\c\\nd\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("loom:time_to_first_token_seconds_bucket{model_name=\"a\\\"b\\\\c\\nd\","
+                      "le=\"0.5\"} 2\n"),
+            std::string::npos);
+}
+
+TEST(ServerMetricsText, EmptyPoolReportsZeroUsage) {
+  EngineStats s;
+  const std::string text = render_metrics(s, "m");
+  EXPECT_NE(text.find("loom:kv_cache_usage_perc{model_name=\"m\"} 0\n"), std::string::npos);
+}
+
+TEST(ServerMetricsText, RouteServesTheEngineStats) {
+  test::FakeEngine engine;
+  ServerOptions options;
+  options.port = 0;
+  HttpServer server(engine, options);
+  server.start();
+  test::HttpTestClient client(server.port());
+  const auto r = client.get("/metrics");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.header(http::field::content_type), kMetricsContentType);
+  EXPECT_EQ(r.body, render_metrics(engine.stats(), "fake-model"));
+  server.stop(std::chrono::milliseconds(200));
+}
+
+}  // namespace
+}  // namespace loom
