@@ -24,7 +24,7 @@
 #include "block_pool.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
-#include "paged_config.hpp"
+#include "kv_pool_config.hpp"
 
 namespace loom::paged {
 namespace {
@@ -33,7 +33,7 @@ using sdk::Error;
 
 class PagedCache {
  public:
-  PagedCache(const loom_host_api* host, const loom_cache_create_args& args, const Config& cfg)
+  PagedCache(const loom_host_api* host, const loom_cache_create_args& args, const kv_pool_config::Config& cfg)
       : host_(host),
         block_size_(cfg.block_size),
         prefix_caching_(cfg.enable_prefix_caching),
@@ -179,7 +179,7 @@ class PagedCache {
     uint64_t hash;
   };
 
-  static int32_t pool_size(const loom_cache_create_args& args, const Config& cfg) {
+  static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
     int64_t blocks = cfg.num_blocks;
     if (blocks == 0) {
       if (args.bytes_per_token <= 0)
@@ -319,13 +319,13 @@ const loom_cache_vtable kVtable = {sizeof(loom_cache_vtable), &layout, &fits,   
                                    &usage};
 
 loom_status validate(const char* config_json, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { parse_config(config_json); });
+  return sdk::detail::guarded(err, [&] { kv_pool_config::parse_config(config_json, "cache paged"); });
 }
 
 loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
                    const void** vtable, loom_error_buf* err) {
   return sdk::detail::guarded(err, [&] {
-    const Config cfg = parse_config(config_json);
+    const kv_pool_config::Config cfg = kv_pool_config::parse_config(config_json, "cache paged");
     const auto* args = static_cast<const loom_cache_create_args*>(create_args);
     if (args == nullptr || args->struct_size < sizeof(loom_cache_create_args))
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: missing or too old create args");

@@ -1,6 +1,6 @@
-// cache/radix: config parsing. Unknown keys are errors, and every problem is reported at once
+// Block-pool cache config parsing. Unknown keys are errors, and every problem is reported at once
 // so a user fixes the table in one go.
-#include "radix_config.hpp"
+#include "kv_pool_config.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -12,7 +12,7 @@
 
 #include "loom/sdk_core.hpp"
 
-namespace loom::radix {
+namespace loom::kv_pool_config {
 
 int64_t parse_byte_size(const std::string& text) {
   size_t pos = 0;
@@ -45,17 +45,17 @@ int64_t parse_byte_size(const std::string& text) {
   return -1;
 }
 
-Config parse_config(const char* config_json) {
+Config parse_config(const char* config_json, const std::string& who) {
   const std::string text = config_json == nullptr ? "" : config_json;
   nlohmann::json j = nlohmann::json::object();
   if (!text.empty()) {
     try {
       j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-      throw sdk::ConfigError(std::string("cache radix: config is not valid JSON: ") + e.what());
+      throw sdk::ConfigError(who + ": config is not valid JSON: " + e.what());
     }
   }
-  if (!j.is_object()) throw sdk::ConfigError("cache radix: config must be a JSON object");
+  if (!j.is_object()) throw sdk::ConfigError(who + ": config must be a JSON object");
 
   Config cfg;
   std::vector<std::string> problems;
@@ -93,10 +93,10 @@ Config parse_config(const char* config_json) {
   if (has_memory && has_blocks) problems.push_back("set kv_memory or num_blocks, not both");
   if (!problems.empty()) {
     std::string message;
-    for (const auto& p : problems) message += (message.empty() ? "cache radix: " : "; ") + p;
+    for (const auto& p : problems) message += (message.empty() ? who + ": " : std::string("; ")) + p;
     throw sdk::ConfigError(message);
   }
   return cfg;
 }
 
-}  // namespace loom::radix
+}  // namespace loom::kv_pool_config

@@ -1,10 +1,11 @@
-// cache/paged: the plugin's config table (JSON text from the host's [cache] section).
+// The config table shared by the block-pool caches (paged, radix): pool size, block size, prefix
+// caching and invariant checks, from the JSON text of the host's [cache] section.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-namespace loom::paged {
+namespace loom::kv_pool_config {
 
 struct Config {
   int64_t kv_memory = int64_t{64} << 20;  // bytes of K/V to hold, when num_blocks is not given
@@ -18,6 +19,7 @@ struct Config {
 int64_t parse_byte_size(const std::string& text);
 
 // Parses and checks the config; throws sdk::ConfigError listing every problem at once.
-Config parse_config(const char* config_json);
+// `who` ("cache paged") starts every message.
+Config parse_config(const char* config_json, const std::string& who);
 
-}  // namespace loom::paged
+}  // namespace loom::kv_pool_config
