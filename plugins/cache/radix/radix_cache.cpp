@@ -27,6 +27,7 @@
 #include "block_pool.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
+#include "block_cache_abi.hpp"
 #include "kv_pool_config.hpp"
 #include "radix_tree.hpp"
 
@@ -37,6 +38,8 @@ using sdk::Error;
 
 class RadixCache {
  public:
+  static constexpr const char* kLabel = "cache radix";
+
   RadixCache(const loom_host_api* host, const loom_cache_create_args& args, const kv_pool_config::Config& cfg)
       : host_(host),
         block_size_(cfg.block_size),
@@ -260,103 +263,8 @@ class RadixCache {
   int64_t prefix_query_tokens_ = 0;
 };
 
-// ---- C ABI ----------------------------------------------------------------------------------
-
-RadixCache& self_of(void* self) { return *static_cast<RadixCache*>(self); }
-
-const loom_request_view& checked(const loom_request_view* req) {
-  if (req == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: request view is null");
-  return *req;
-}
-
-// Runs a mutating call, then the invariant check.
-template <class Body>
-loom_status mutating(void* self, loom_error_buf* err, Body&& body) {
-  return sdk::detail::guarded(err, [&] {
-    body();
-    self_of(self).after_mutation();
-  });
-}
-
-loom_status layout(void* self, loom_cache_layout* out, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] {
-    out->num_blocks = self_of(self).num_blocks();
-    out->block_size = self_of(self).block_size();
-  });
-}
-
-loom_status fits(void* self, int32_t max_total_tokens, int32_t* ok, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { *ok = self_of(self).fits(max_total_tokens, err) ? 1 : 0; });
-}
-
-loom_status match_prefix(void* self, const loom_request_view* req, int32_t* num_cached_tokens, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { *num_cached_tokens = self_of(self).match_prefix(checked(req)); });
-}
-
-loom_status can_allocate(void* self, const loom_request_view* req, int32_t num_new_tokens, int32_t* ok,
-                         loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { *ok = self_of(self).can_allocate(checked(req), num_new_tokens) ? 1 : 0; });
-}
-
-loom_status allocate(void* self, const loom_request_view* req, int32_t num_new_tokens, int32_t* num_cached_tokens,
-                     loom_error_buf* err) {
-  return mutating(self, err, [&] { self_of(self).allocate(checked(req), num_new_tokens, num_cached_tokens); });
-}
-
-loom_status append(void* self, const loom_request_view* req, int32_t num_new_tokens, loom_error_buf* err) {
-  return mutating(self, err, [&] { self_of(self).append(checked(req), num_new_tokens); });
-}
-
-loom_status commit(void* self, const loom_request_view* req, loom_error_buf* err) {
-  return mutating(self, err, [&] { self_of(self).commit(checked(req)); });
-}
-
-loom_status free_fn(void* self, uint64_t request_id, loom_error_buf* err) {
-  return mutating(self, err, [&] { self_of(self).free_seq(request_id); });
-}
-
-loom_status block_table(void* self, uint64_t request_id, loom_block_list* out, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { *out = self_of(self).block_table(request_id); });
-}
-
-loom_status usage(void* self, loom_cache_usage* out, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { self_of(self).usage(out); });
-}
-
-const loom_cache_vtable kVtable = {sizeof(loom_cache_vtable), &layout, &fits,    &match_prefix, &can_allocate,
-                                   &allocate,                 &append, &commit, &free_fn,      &block_table,
-                                   &usage};
-
-loom_status validate(const char* config_json, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] { kv_pool_config::parse_config(config_json, "cache radix"); });
-}
-
-loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
-                   const void** vtable, loom_error_buf* err) {
-  return sdk::detail::guarded(err, [&] {
-    const kv_pool_config::Config cfg = kv_pool_config::parse_config(config_json, "cache radix");
-    const auto* args = static_cast<const loom_cache_create_args*>(create_args);
-    if (args == nullptr || args->struct_size < sizeof(loom_cache_create_args))
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: missing or too old create args");
-    *self = new RadixCache(host, *args, cfg);
-    *vtable = &kVtable;
-  });
-}
-
-void destroy(void* self) { delete static_cast<RadixCache*>(self); }
-
-const loom_plugin_desc kDesc = {sizeof(loom_plugin_desc),
-                                LOOM_ABI_VERSION,
-                                LOOM_KIND_CACHE,
-                                LOOM_CACHE_IFACE_MAJOR,
-                                LOOM_CACHE_IFACE_MINOR,
-                                "radix",
-                                "0.1.0",
-                                "paged KV blocks with a radix-tree prefix cache (per cache_salt) and LRU leaf eviction",
-                                nullptr,
-                                &validate,
-                                &create,
-                                &destroy};
+const loom_plugin_desc kDesc = block_cache::Abi<RadixCache>::descriptor(
+    "radix", "paged KV blocks with a radix-tree prefix cache (per cache_salt) and LRU leaf eviction");
 
 }  // namespace
 }  // namespace loom::radix
