@@ -1,5 +1,7 @@
 #include "core/plugin/plugin_kind.hpp"
 
+#include <cstddef>
+
 #include "core/common/error.hpp"
 
 namespace loom {
@@ -12,8 +14,10 @@ const std::vector<KindInfo>& all_kinds() {
        LOOM_QUANTIZATION_IFACE_MINOR, sizeof(loom_quantization_vtable)},
       {LOOM_KIND_SCHEDULER, "scheduler", LOOM_SCHEDULER_IFACE_MAJOR, LOOM_SCHEDULER_IFACE_MINOR,
        sizeof(loom_scheduler_vtable)},
+      // Interface 1.1 appended fork/take_block_copies: a 1.0 vtable (up to usage) still loads,
+      // and callers check struct_size before reading the 1.1 entries.
       {LOOM_KIND_CACHE, "cache", LOOM_CACHE_IFACE_MAJOR, LOOM_CACHE_IFACE_MINOR,
-       sizeof(loom_cache_vtable)},
+       offsetof(loom_cache_vtable, fork)},
       {LOOM_KIND_CACHE_OFFLOAD, "cache_offload", LOOM_CACHE_OFFLOAD_IFACE_MAJOR,
        LOOM_CACHE_OFFLOAD_IFACE_MINOR, sizeof(loom_cache_offload_vtable)},
       {LOOM_KIND_SEMANTIC_CACHE, "semantic_cache", LOOM_SEMANTIC_CACHE_IFACE_MAJOR,

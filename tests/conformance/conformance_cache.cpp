@@ -1,7 +1,8 @@
 // Cache conformance: every cache plugin through the same scripted sequence, with the invariants
 // every implementation must keep: block ids inside the pool, a sequence's table covering its
 // tokens, no block in two live tables (distinct prompts: no prefix to share), used + free +
-// cached == total after every call, a refused allocation changing nothing, free returning all.
+// cached == total after every call, a refused allocation changing nothing, free returning all;
+// and, for caches with fork (1.1), block sharing and copy-on-write.
 #include <gtest/gtest.h>
 
 #include <set>
@@ -141,6 +142,109 @@ TEST_P(CacheConformance, ScriptedSequence) {
   EXPECT_EQ(end.num_seqs, 0);
   loom_block_list l{};
   EXPECT_EQ(p->try_call(nullptr, &loom_cache_vtable::block_table, live[1].id, &l), LOOM_ERR_NOT_FOUND);
+}
+
+// Interface 1.1, for every cache whose vtable has fork: a child shares its parent's blocks for
+// the parent's computed tokens (a partial last block included), is allocated like a new request
+// with those tokens cached, and the first writer into a shared block gets its own copy.
+TEST_P(CacheConformance, ForkSharesBlocksAndCopiesOnWrite) {
+  loom_cache_create_args a{};
+  a.struct_size = sizeof(a);
+  a.n_layers = 1;
+  a.n_kv_heads = 1;
+  a.head_dim = 8;
+  a.kv_dtype = LOOM_DTYPE_F32;
+  a.bytes_per_token = 2 * 8 * 4;
+  a.max_model_len = 4096;
+  std::string skip;
+  const auto p = conformance::create_or_skip(host_, LOOM_KIND_CACHE, GetParam(), &a, &skip);
+  if (!p) GTEST_SKIP() << skip;
+  const loom_cache_vtable& vt = p->vtable<loom_cache_vtable>();
+  if (vt.struct_size < sizeof(loom_cache_vtable) || vt.fork == nullptr)
+    GTEST_SKIP() << GetParam() << " has no fork (a 1.0-style cache)";
+  ASSERT_NE(vt.take_block_copies, nullptr) << "fork without take_block_copies";
+
+  loom_cache_layout lay{};
+  lay.struct_size = sizeof(lay);
+  p->call("layout", &loom_cache_vtable::layout, &lay);
+  const int32_t bs = lay.block_size;
+  ASSERT_GE(lay.num_blocks, 4);
+  auto table = [&](uint64_t id) {
+    loom_block_list l{};
+    p->call("block_table", &loom_cache_vtable::block_table, id, &l);
+    return std::vector<int32_t>(l.ids, l.ids + l.count);
+  };
+  auto copies = [&] {
+    loom_block_copy_list l{};
+    p->call("take_block_copies", &loom_cache_vtable::take_block_copies, &l);
+    return std::vector<loom_block_copy>(l.items, l.items + l.count);
+  };
+  auto used = [&] {
+    loom_cache_usage u{};
+    u.struct_size = sizeof(u);
+    p->call("usage", &loom_cache_vtable::usage, &u);
+    EXPECT_EQ(u.used_blocks + u.free_blocks + u.cached_blocks, u.total_blocks);
+    return u.used_blocks;
+  };
+
+  // The parent: one block and a half computed (just 2 tokens when a block holds 1).
+  const int32_t n = bs > 1 ? bs + bs / 2 : 2;
+  Seq parent{1, {}, 0, 4 * bs + 4};
+  for (int32_t i = 0; i < n; ++i) parent.tokens.push_back(500 + i);
+  loom_request_view v = parent.view();
+  int32_t cached = -1;
+  p->call("allocate", &loom_cache_vtable::allocate, &v, n, &cached);
+  parent.computed = n;
+  v = parent.view();
+  p->call("commit", &loom_cache_vtable::commit, &v);
+  const std::vector<int32_t> parent_blocks = table(1);
+  const int32_t used_before = used();
+
+  p->call("fork", &loom_cache_vtable::fork, &v, uint64_t{2});
+  EXPECT_EQ(table(2), parent_blocks) << "the child holds the parent's blocks";
+  EXPECT_EQ(used(), used_before) << "shared, not copied";
+
+  Seq child{2, parent.tokens, 0, parent.max_total};
+  child.tokens.push_back(9);
+  const loom_request_view cv = child.view();
+  int32_t hit = -1;
+  p->call("match_prefix", &loom_cache_vtable::match_prefix, &cv, &hit);
+  EXPECT_EQ(hit, n) << "a fork's tokens count as cached, partial block included";
+  int32_t ok = -1;
+  p->call("can_allocate", &loom_cache_vtable::can_allocate, &cv, n + 1, &ok);
+  EXPECT_EQ(ok, 1);
+  p->call("allocate", &loom_cache_vtable::allocate, &cv, n + 1, &cached);
+  EXPECT_EQ(cached, n);
+  const std::vector<int32_t> child_blocks = table(2);
+  ASSERT_EQ(child_blocks.size(), static_cast<size_t>((n + 1 + bs - 1) / bs));
+  const size_t written = static_cast<size_t>(n / bs);  // the block token n goes into
+  for (size_t i = 0; i < written; ++i) EXPECT_EQ(child_blocks[i], parent_blocks[i]) << "full block " << i;
+  const std::vector<loom_block_copy> cow = copies();
+  if (n % bs != 0) {
+    EXPECT_NE(child_blocks[written], parent_blocks[written]) << "the child must not write the parent's block";
+    ASSERT_EQ(cow.size(), 1u);
+    EXPECT_EQ(cow[0].src, parent_blocks[written]);
+    EXPECT_EQ(cow[0].dst, child_blocks[written]);
+  } else {
+    EXPECT_TRUE(cow.empty()) << "no shared block is written";
+  }
+
+  // The parent writes its next token: the block it goes into is its own again.
+  parent.tokens.push_back(8);
+  v = parent.view();
+  p->call("append", &loom_cache_vtable::append, &v, 1);
+  EXPECT_EQ(table(1)[written], parent_blocks[written]);
+  EXPECT_TRUE(copies().empty());
+
+  // A third child forked and freed before allocation leaves nothing behind.
+  const int32_t used_two = used();
+  p->call("fork", &loom_cache_vtable::fork, &v, uint64_t{3});
+  p->call("free", &loom_cache_vtable::free, uint64_t{3});
+  EXPECT_EQ(used(), used_two);
+
+  p->call("free", &loom_cache_vtable::free, uint64_t{1});
+  p->call("free", &loom_cache_vtable::free, uint64_t{2});
+  EXPECT_EQ(used(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plugins, CacheConformance, ::testing::ValuesIn(conformance::plugin_names()),

@@ -1,9 +1,11 @@
 // Scripted tests of a block-pool cache plugin (paged, radix) loaded through the plugin host: a
-// fixture that creates the named plugin and small helpers to allocate, append, commit and free
-// requests and read back tables and usage.
+// fixture that creates the named plugin and small helpers to allocate, append, commit, fork and
+// free requests and read back tables, copies and usage; and the 1.1 scenarios (fork,
+// copy-on-write, miss reasons) both caches must pass with the same block ids.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <cstddef>
 #include <numeric>
 #include "core/common/error.hpp"
 #include "core/common/thread_pool.hpp"
@@ -11,6 +13,7 @@
 #include "loom/cache.h"
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace loom::test {
 
@@ -105,6 +108,20 @@ class CacheSteps : public ::testing::Test {
     p_->call("commit", &loom_cache_vtable::commit, &v);
   }
   void free(uint64_t id) { p_->call("free", &loom_cache_vtable::free, id); }
+  // 1.1: child_id shares parent's blocks for parent.computed tokens.
+  loom_status fork(const Req& parent, uint64_t child_id) {
+    const loom_request_view v = parent.view();
+    return p_->try_call(nullptr, &loom_cache_vtable::fork, &v, child_id);
+  }
+  // The copy-on-write copies queued since the last call, as {src, dst} pairs.
+  std::vector<std::pair<int32_t, int32_t>> copies() {
+    loom_block_copy_list l{};
+    p_->call("take_block_copies", &loom_cache_vtable::take_block_copies, &l);
+    std::vector<std::pair<int32_t, int32_t>> out;
+    for (int32_t i = 0; i < l.count; ++i) out.emplace_back(l.items[i].src, l.items[i].dst);
+    return out;
+  }
+  using Copies = std::vector<std::pair<int32_t, int32_t>>;
   loom_cache_usage usage() {
     loom_cache_usage u{};
     u.struct_size = sizeof(u);
@@ -117,6 +134,198 @@ class CacheSteps : public ::testing::Test {
     alloc(r, static_cast<int32_t>(r.tokens.size()));
     commit(r, static_cast<int32_t>(r.tokens.size()));
     free(r.id);
+  }
+
+  // The 1.1 miss counters so far; hits + the four misses must add up to the query tokens.
+  void expect_prefix(int64_t hit, int64_t partial_block, int64_t no_match, int64_t evicted, int64_t salt_mismatch) {
+    const loom_cache_usage u = usage();
+    EXPECT_EQ(u.prefix_hit_tokens, hit);
+    EXPECT_EQ(u.prefix_miss_partial_block_tokens, partial_block);
+    EXPECT_EQ(u.prefix_miss_no_match_tokens, no_match);
+    EXPECT_EQ(u.prefix_miss_evicted_tokens, evicted);
+    EXPECT_EQ(u.prefix_miss_salt_mismatch_tokens, salt_mismatch);
+    EXPECT_EQ(hit + partial_block + no_match + evicted + salt_mismatch, u.prefix_query_tokens);
+  }
+
+  // ---- Scenarios both block-pool caches must pass with the same block ids (8 blocks of 4) ----
+
+  // A fork shares a partial block; whoever writes into it first gets the copy.
+  void fork_partial_block_then_both_write() {
+    open();
+    Req a{1, seq(1, 6)};  // blocks [1..4] [5 6 _ _]
+    ASSERT_EQ(alloc(a, 6), 0);
+    commit(a, 6);
+    ASSERT_EQ(fork(a, 2), LOOM_OK);
+    EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1}));
+    loom_cache_usage u = usage();
+    EXPECT_EQ(u.used_blocks, 2) << "shared, not copied";
+    EXPECT_EQ(u.free_blocks, 6);
+    EXPECT_EQ(u.num_seqs, 2);
+    Req c{2, cat(seq(1, 6), {77})};  // the parent's 6 tokens and the child's own sample
+    EXPECT_EQ(match(c), 6) << "the whole forked length, partial block included";
+    EXPECT_EQ(can(c, 7), 1);
+    EXPECT_EQ(append(c, 1), LOOM_ERR_INVALID_ARGUMENT) << "a fork is allocated first";
+    EXPECT_EQ(alloc(c, 7), 6);
+    EXPECT_EQ(table(2), (std::vector<int32_t>{0, 2})) << "token 6 goes into the child's own copy of block 1";
+    EXPECT_EQ(copies(), (Copies{{1, 2}}));
+    EXPECT_EQ(copies(), Copies{}) << "handed over once";
+    EXPECT_EQ(usage().prefix_query_tokens, 6) << "a forked child is not a prefix lookup";
+
+    a.tokens.push_back(88);
+    ASSERT_EQ(append(a, 1), LOOM_OK);
+    EXPECT_EQ(table(1), (std::vector<int32_t>{0, 1})) << "block 1 is the parent's alone again: written in place";
+    EXPECT_EQ(copies(), Copies{});
+
+    commit(a, 7);  // fork again; this time the parent writes first
+    ASSERT_EQ(fork(a, 3), LOOM_OK);
+    EXPECT_EQ(table(3), (std::vector<int32_t>{0, 1}));
+    a.tokens.push_back(89);
+    ASSERT_EQ(append(a, 1), LOOM_OK);
+    EXPECT_EQ(table(1), (std::vector<int32_t>{0, 3}));
+    EXPECT_EQ(copies(), (Copies{{1, 3}}));
+    Req d{3, cat(seq(1, 6), {88, 99})};
+    EXPECT_EQ(alloc(d, 8), 7);
+    EXPECT_EQ(table(3), (std::vector<int32_t>{0, 1})) << "the parent moved out: the child writes block 1 in place";
+    EXPECT_EQ(copies(), Copies{});
+    u = usage();
+    EXPECT_EQ(u.used_blocks, 4);
+    EXPECT_EQ(u.num_seqs, 3);
+
+    free(1);
+    free(2);
+    free(3);
+    u = usage();
+    EXPECT_EQ(u.used_blocks, 0);
+    EXPECT_EQ(u.cached_blocks, 1) << "block 0, registered once";
+    EXPECT_EQ(u.free_blocks, 7);
+  }
+
+  // Only full blocks shared: nobody ever writes them, so nothing is copied.
+  void fork_full_blocks_copies_nothing() {
+    open();
+    Req a{1, seq(1, 8)};
+    ASSERT_EQ(alloc(a, 8), 0);
+    commit(a, 8);
+    ASSERT_EQ(fork(a, 2), LOOM_OK);
+    Req c{2, cat(seq(1, 8), {50})};
+    EXPECT_EQ(alloc(c, 9), 8);
+    EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 2}));
+    a.tokens.push_back(60);
+    ASSERT_EQ(append(a, 1), LOOM_OK);
+    EXPECT_EQ(table(1), (std::vector<int32_t>{0, 1, 3}));
+    EXPECT_EQ(copies(), Copies{});
+    EXPECT_EQ(usage().used_blocks, 4);
+    free(1);
+    EXPECT_EQ(usage().used_blocks, 3) << "blocks 0 and 1 live on in the child";
+    free(2);
+    const loom_cache_usage u = usage();
+    EXPECT_EQ(u.used_blocks, 0);
+    EXPECT_EQ(u.cached_blocks, 2);
+    EXPECT_EQ(u.free_blocks, 6);
+  }
+
+  // The parent ends before its child is allocated: the child's blocks stay out of reach of
+  // eviction, and the partial block, no longer shared, is written in place.
+  void fork_outlives_parent() {
+    open();
+    Req a{1, seq(1, 6)};
+    alloc(a, 6);
+    commit(a, 6);
+    ASSERT_EQ(fork(a, 2), LOOM_OK);
+    free(1);
+    loom_cache_usage u = usage();
+    EXPECT_EQ(u.used_blocks, 2);
+    EXPECT_EQ(u.cached_blocks, 0) << "block 0 is the child's, not evictable";
+    EXPECT_EQ(u.num_seqs, 1);
+    EXPECT_EQ(can(Req{9, seq(500, 28)}, 28), 0) << "7 blocks, only 6 free";
+    Req c{2, cat(seq(1, 6), {9})};
+    EXPECT_EQ(alloc(c, 7), 6);
+    EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(copies(), Copies{});
+    free(2);
+    u = usage();
+    EXPECT_EQ(u.used_blocks, 0);
+    EXPECT_EQ(u.cached_blocks, 1);
+    EXPECT_EQ(u.free_blocks, 7);
+  }
+
+  // No block for the copy: refused, nothing changes; undoing the fork makes room again.
+  void fork_copy_needs_a_block() {
+    open();
+    Req a{1, seq(1, 6)};
+    alloc(a, 6);  // 0 1
+    commit(a, 6);
+    alloc(Req{2, seq(100, 24)}, 24);  // 2..7: the pool is full
+    EXPECT_EQ(fork(Req{42, seq(1, 4), 4}, 3), LOOM_ERR_NOT_FOUND) << "unknown parent";
+    EXPECT_EQ(fork(a, 2), LOOM_ERR_INVALID_ARGUMENT) << "the child id is taken";
+    EXPECT_EQ(fork(Req{1, seq(1, 12), 12}, 3), LOOM_ERR_INVALID_ARGUMENT) << "12 tokens, 2 blocks";
+    const loom_cache_usage before = usage();
+    ASSERT_EQ(fork(a, 3), LOOM_OK) << "a fork takes no block";
+    Req c{3, cat(seq(1, 6), {7})};
+    EXPECT_EQ(match(c), 6);
+    EXPECT_EQ(can(c, 7), 0) << "the child's copy of block 1 needs a block";
+    EXPECT_EQ(try_alloc(c, 7), LOOM_ERR_OUT_OF_MEMORY);
+    EXPECT_EQ(table(3), (std::vector<int32_t>{0, 1}));
+    a.tokens.push_back(7);
+    EXPECT_EQ(can(a, 1), 0) << "so does the parent's";
+    EXPECT_EQ(append(a, 1), LOOM_ERR_OUT_OF_MEMORY);
+    EXPECT_EQ(table(1), (std::vector<int32_t>{0, 1}));
+    EXPECT_EQ(copies(), Copies{});
+    free(3);  // undoes the fork
+    const loom_cache_usage after = usage();
+    EXPECT_EQ(after.used_blocks, before.used_blocks);
+    EXPECT_EQ(after.num_seqs, before.num_seqs);
+    EXPECT_EQ(can(a, 1), 1);
+    ASSERT_EQ(append(a, 1), LOOM_OK);
+    EXPECT_EQ(table(1), (std::vector<int32_t>{0, 1}));
+  }
+
+  // A full block shared with a fork but not yet registered: the child registers it, the
+  // parent's later commit finds it there, and it is cached once.
+  void fork_registers_shared_block_once() {
+    open();
+    Req a{1, seq(1, 6)};
+    alloc(a, 6);
+    a.computed = 6;  // computed, not committed yet
+    ASSERT_EQ(fork(a, 2), LOOM_OK);
+    Req c{2, cat(seq(1, 6), {9})};
+    EXPECT_EQ(alloc(c, 7), 6);
+    EXPECT_EQ(copies(), (Copies{{1, 2}}));
+    commit(c, 7);
+    commit(a, 6);
+    free(1);
+    free(2);
+    const loom_cache_usage u = usage();
+    EXPECT_EQ(u.cached_blocks, 1);
+    EXPECT_EQ(u.free_blocks, 7);
+    EXPECT_EQ(match(Req{3, seq(1, 5)}), 4);
+  }
+
+  // Each miss reason from a scenario, with exact token counts.
+  void miss_reasons() {
+    open();
+    run_and_free(Req{1, seq(1, 3)});  // shorter than a block
+    expect_prefix(0, 3, 0, 0, 0);
+    run_and_free(Req{2, seq(100, 9)});  // never seen; its 2 full blocks end cached
+    expect_prefix(0, 3, 9, 0, 0);
+    EXPECT_EQ(alloc(Req{3, seq(100, 9)}, 9), 8);  // hits, then one token
+    free(3);
+    expect_prefix(8, 4, 9, 0, 0);
+    alloc(Req{4, seq(100, 9), 0, 7}, 9);  // the same tokens under salt 7
+    free(4);
+    expect_prefix(8, 4, 9, 0, 9);
+    alloc(Req{5, seq(1000, 32)}, 32);  // the whole pool: evicts request 2's blocks
+    free(5);
+    expect_prefix(8, 4, 41, 0, 9);
+    alloc(Req{6, seq(100, 9)}, 9);
+    expect_prefix(8, 4, 41, 9, 9);
+
+    loom_cache_usage old{};  // a 1.0 caller's struct ends before the miss counters
+    old.struct_size = static_cast<uint32_t>(offsetof(loom_cache_usage, prefix_miss_partial_block_tokens));
+    old.prefix_miss_no_match_tokens = -1;
+    p_->call("usage", &loom_cache_vtable::usage, &old);
+    EXPECT_EQ(old.prefix_query_tokens, 71);
+    EXPECT_EQ(old.prefix_miss_no_match_tokens, -1) << "written past the caller's struct";
   }
 
   ThreadPool pool_{1};

@@ -235,5 +235,14 @@ TEST_F(Paged, ConfigErrorsAreAllReported) {
   EXPECT_THROW(make(R"({"kv_memory": 10, "block_size": 4})", 64), Error);  // not one block
 }
 
+// ---- interface 1.1: fork, copy-on-write, miss reasons (scenarios in cache_step_harness.hpp) ----
+
+TEST_F(Paged, ForkPartialBlockThenBothWrite) { fork_partial_block_then_both_write(); }
+TEST_F(Paged, ForkFullBlocksCopiesNothing) { fork_full_blocks_copies_nothing(); }
+TEST_F(Paged, ForkOutlivesParent) { fork_outlives_parent(); }
+TEST_F(Paged, ForkCopyNeedsABlock) { fork_copy_needs_a_block(); }
+TEST_F(Paged, ForkRegistersSharedBlockOnce) { fork_registers_shared_block_once(); }
+TEST_F(Paged, MissReasons) { miss_reasons(); }
+
 }  // namespace
 }  // namespace loom::test

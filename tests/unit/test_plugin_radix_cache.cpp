@@ -306,5 +306,46 @@ TEST_F(Radix, ConfigErrorsAreAllReported) {
   EXPECT_THROW(make(R"({"kv_memory": 10, "block_size": 4})", 64), Error);  // not one block
 }
 
+// ---- interface 1.1: fork, copy-on-write, miss reasons (scenarios in cache_step_harness.hpp) ----
+
+TEST_F(Radix, ForkPartialBlockThenBothWrite) { fork_partial_block_then_both_write(); }
+TEST_F(Radix, ForkFullBlocksCopiesNothing) { fork_full_blocks_copies_nothing(); }
+TEST_F(Radix, ForkOutlivesParent) { fork_outlives_parent(); }
+TEST_F(Radix, ForkCopyNeedsABlock) { fork_copy_needs_a_block(); }
+TEST_F(Radix, ForkRegistersSharedBlockOnce) { fork_registers_shared_block_once(); }
+TEST_F(Radix, MissReasons) { miss_reasons(); }
+
+// A fork locks its parent's tree path: the lock survives a split of that path by a third
+// request and the parent's end, and keeps the path from eviction until the child frees it.
+TEST_F(Radix, ForkHoldsItsTreePathThroughSplitAndParentEnd) {
+  open();
+  Req a{1, seq(1, 10)};  // [1..4] [5..8] [9 10]
+  alloc(a, 10);          // 0 1 2
+  commit(a, 10);         // one edge [0 1]
+  ASSERT_EQ(fork(a, 2), LOOM_OK);
+  Req b{3, cat(seq(1, 4), seq(70, 5))};  // shares one block: the edge splits into [0] -> [1]
+  EXPECT_EQ(alloc(b, 9), 4);
+  EXPECT_EQ(table(3), (std::vector<int32_t>{0, 3, 4}));
+  free(3);
+  free(1);
+  loom_cache_usage u = usage();
+  EXPECT_EQ(u.used_blocks, 3) << "the child's 0 1 2";
+  EXPECT_EQ(u.cached_blocks, 0) << "its path is locked, not evictable";
+  EXPECT_EQ(can(Req{4, seq(500, 21)}, 21), 0) << "6 blocks; only 5 are not the child's";
+  EXPECT_EQ(alloc(Req{4, seq(500, 20)}, 20), 0);
+  EXPECT_EQ(table(4), (std::vector<int32_t>{3, 4, 5, 6, 7}));
+  Req c{2, cat(seq(1, 10), {11})};
+  EXPECT_EQ(alloc(c, 11), 10);
+  EXPECT_EQ(table(2), (std::vector<int32_t>{0, 1, 2})) << "the parent is gone: block 2 is written in place";
+  EXPECT_EQ(copies(), Copies{});
+  commit(c, 11);
+  free(2);
+  free(4);
+  u = usage();
+  EXPECT_EQ(u.cached_blocks, 2);
+  EXPECT_EQ(u.free_blocks, 6);
+  EXPECT_EQ(match(Req{5, seq(1, 9)}), 8);
+}
+
 }  // namespace
 }  // namespace loom::test

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cstddef>
 #include <cmath>
 #include <string>
 #include <unordered_map>
@@ -203,6 +204,14 @@ class ContiguousCache {
     out->num_seqs = static_cast<int32_t>(seqs_.size());
     out->prefix_hit_tokens = 0;
     out->prefix_query_tokens = 0;
+    // 1.1 miss counters: no prefix caching, so no lookups and no misses. Written only when the
+    // caller's struct is new enough to have them.
+    if (out->struct_size >= offsetof(loom_cache_usage, prefix_miss_salt_mismatch_tokens) + sizeof(int64_t)) {
+      out->prefix_miss_partial_block_tokens = 0;
+      out->prefix_miss_no_match_tokens = 0;
+      out->prefix_miss_evicted_tokens = 0;
+      out->prefix_miss_salt_mismatch_tokens = 0;
+    }
   }
 
  private:
@@ -293,7 +302,9 @@ const loom_cache_vtable kVtable = {sizeof(loom_cache_vtable),
                                    nullptr,  // commit: nothing to register
                                    &free_fn,
                                    &block_table,
-                                   &usage};
+                                   &usage,
+                                   nullptr,   // fork: contiguous runs cannot share blocks
+                                   nullptr};  // take_block_copies: nothing is ever copied
 
 loom_status validate(const char* config_json, loom_error_buf* err) {
   return loom::sdk::detail::guarded(err, [&] { parse_config(config_json); });

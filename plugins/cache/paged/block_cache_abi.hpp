@@ -6,7 +6,7 @@
 // (const loom_host_api*, const loom_cache_create_args&, const kv_pool_config::Config&);
 // num_blocks(), block_size(), fits(n, err), match_prefix(req), can_allocate(req, n),
 // allocate(req, n, &cached), append(req, n), commit(req), free_seq(id), block_table(id),
-// usage(out) and after_mutation().
+// usage(out), fork(parent, child_id), take_block_copies() and after_mutation().
 #pragma once
 
 #include <string>
@@ -83,9 +83,20 @@ struct Abi {
     return sdk::detail::guarded(err, [&] { of(self).usage(out); });
   }
 
+  static loom_status fork(void* self, const loom_request_view* parent, uint64_t child_id, loom_error_buf* err) {
+    return mutating(self, err, [&] { of(self).fork(checked(parent), child_id); });
+  }
+
+  static loom_status take_block_copies(void* self, loom_block_copy_list* out, loom_error_buf* err) {
+    return sdk::detail::guarded(err, [&] {
+      if (out == nullptr) throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, std::string(Cache::kLabel) + ": copy list is null");
+      *out = of(self).take_block_copies();
+    });
+  }
+
   static constexpr loom_cache_vtable kVtable = {sizeof(loom_cache_vtable), &layout, &fits, &match_prefix,
                                                 &can_allocate, &allocate, &append, &commit, &free_seq,
-                                                &block_table, &usage};
+                                                &block_table, &usage, &fork, &take_block_copies};
 
   static loom_status validate(const char* config_json, loom_error_buf* err) {
     return sdk::detail::guarded(err, [&] { kv_pool_config::parse_config(config_json, Cache::kLabel); });

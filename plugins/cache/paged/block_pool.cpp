@@ -9,31 +9,16 @@
 namespace loom::paged {
 namespace {
 
-// A 64-bit avalanche step (the MurmurHash3 finalizer): every input bit flips about half the
-// output bits, so chaining it over a block's tokens spreads them over the whole hash.
-uint64_t avalanche(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 [[noreturn]] void broken(const std::string& what) {
   throw sdk::Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: " + what);
 }
 
 }  // namespace
 
-uint64_t block_hash(uint64_t parent, uint64_t salt, std::span<const int32_t> tokens) {
-  uint64_t h = avalanche(parent ^ 0x9e3779b97f4a7c15ull);
-  h = avalanche(h ^ salt);
-  for (int32_t t : tokens) h = avalanche(h ^ static_cast<uint32_t>(t));
-  return avalanche(h ^ tokens.size());
-}
-
-BlockPool::BlockPool(int32_t num_blocks) : blocks_(static_cast<size_t>(num_blocks)) {
+// The eviction record keeps the last 4 pools' worth of evicted hashes: enough to explain the
+// misses of prompts that come back after a few turnovers of the pool, and bounded.
+BlockPool::BlockPool(int32_t num_blocks)
+    : blocks_(static_cast<size_t>(num_blocks)), evicted_(4 * static_cast<size_t>(num_blocks)) {
   for (int32_t id = 0; id < num_blocks; ++id) free_.insert(free_.end(), id);
 }
 
@@ -45,6 +30,7 @@ int32_t BlockPool::take() {
   } else if (!lru_.empty()) {
     id = lru_.front();
     lru_.pop_front();
+    evicted_.add(blocks_[static_cast<size_t>(id)].hash);
     unregister(blocks_[static_cast<size_t>(id)]);
   } else {
     throw sdk::Error(LOOM_ERR_INTERNAL, "cache paged: take() with no free or cached block");
@@ -76,7 +62,7 @@ void BlockPool::release(int32_t id) {
   }
 }
 
-bool BlockPool::register_block(int32_t id, uint64_t hash, uint64_t parent, uint64_t salt,
+bool BlockPool::register_block(int32_t id, uint64_t hash, uint64_t parent, uint64_t salt, uint64_t content,
                                std::span<const int32_t> tokens) {
   Block& b = blocks_[static_cast<size_t>(id)];
   if (b.registered || by_hash_.count(hash) != 0) return false;
@@ -84,6 +70,8 @@ bool BlockPool::register_block(int32_t id, uint64_t hash, uint64_t parent, uint6
   b.hash = hash;
   b.parent = parent;
   b.salt = salt;
+  b.content = content;
+  ++by_content_[content];
   b.tokens.assign(tokens.begin(), tokens.end());
   by_hash_.emplace(hash, id);
   return true;
@@ -100,8 +88,9 @@ int32_t BlockPool::lookup(uint64_t hash, uint64_t parent, uint64_t salt, std::sp
 
 void BlockPool::unregister(Block& b) {
   by_hash_.erase(b.hash);
+  if (const auto c = by_content_.find(b.content); c != by_content_.end() && --c->second == 0) by_content_.erase(c);
   b.registered = false;
-  b.hash = b.parent = b.salt = 0;
+  b.hash = b.parent = b.salt = b.content = 0;
   b.tokens.clear();
   b.tokens.shrink_to_fit();
 }
@@ -135,6 +124,9 @@ void BlockPool::check(const std::vector<int32_t>& expected_refs) const {
   }
   if (used != num_used_) broken("used count " + std::to_string(num_used_) + " != " + std::to_string(used));
   if (registered != static_cast<int32_t>(by_hash_.size())) broken("the hash map holds unregistered blocks");
+  int32_t by_content = 0;
+  for (const auto& [content, n] : by_content_) by_content += n;
+  if (by_content != registered) broken("the content-hash counts disagree with the registered blocks");
   if (num_free() + num_cached() + num_used_ != num_blocks()) broken("free + cached + used != total");
 }
 

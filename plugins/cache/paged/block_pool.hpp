@@ -7,6 +7,8 @@
 //              block is left.
 // Registration stores the block's content key (parent hash, salt, token ids) beside the hash so
 // a lookup verifies it: a 64-bit hash collision then cannot hand out someone else's K/V.
+// For the miss counters the pool also counts registered blocks per content-only chain hash (is
+// this prefix cached under any salt?) and remembers the hashes it evicted (bounded).
 #pragma once
 
 #include <cstdint>
@@ -16,12 +18,14 @@
 #include <unordered_map>
 #include <vector>
 
+#include "block_hash.hpp"
+#include "prefix_misses.hpp"
+
 namespace loom::paged {
 
-// Hash of one full block in a chain: over its parent block's hash, the request's cache salt and
-// the block's token ids. kRootHash is the parent of a sequence's first block.
-inline constexpr uint64_t kRootHash = 0x6c6f6f6d2d6b7631ull;
-uint64_t block_hash(uint64_t parent, uint64_t salt, std::span<const int32_t> tokens);
+using block_cache::block_hash;
+using block_cache::kContentRootHash;
+using block_cache::kRootHash;
 
 class BlockPool {
  public:
@@ -43,11 +47,17 @@ class BlockPool {
   // One reference fewer; at 0 the block becomes cached (registered) or free (not registered).
   void release(int32_t id);
 
-  // Registers a used block's content under hash. Does nothing (false) when the block already
-  // holds a registration or another block holds this hash (the same prefix computed twice).
-  bool register_block(int32_t id, uint64_t hash, uint64_t parent, uint64_t salt, std::span<const int32_t> tokens);
+  // Registers a used block's content under hash (content: its content-only chain hash). Does
+  // nothing (false) when the block already holds a registration or another block holds this hash
+  // (the same prefix computed twice).
+  bool register_block(int32_t id, uint64_t hash, uint64_t parent, uint64_t salt, uint64_t content,
+                      std::span<const int32_t> tokens);
   // The block registered under hash with exactly this content, or -1.
   int32_t lookup(uint64_t hash, uint64_t parent, uint64_t salt, std::span<const int32_t> tokens) const;
+  // Whether a block registered under hash was evicted (within the bounded record).
+  bool was_evicted(uint64_t hash) const { return evicted_.contains(hash); }
+  // Whether some registered block, under any salt, ends a prefix with this content chain hash.
+  bool content_cached(uint64_t content) const { return by_content_.count(content) != 0; }
 
   // Throws sdk::Error(LOOM_ERR_INTERNAL) naming the first broken invariant. expected_refs[b] is
   // the number of live tables holding block b.
@@ -57,7 +67,7 @@ class BlockPool {
   struct Block {
     int32_t ref = 0;
     bool registered = false;
-    uint64_t hash = 0, parent = 0, salt = 0;
+    uint64_t hash = 0, parent = 0, salt = 0, content = 0;
     std::vector<int32_t> tokens;         // content key, kept only while registered
     std::list<int32_t>::iterator lru{};  // valid while cached (ref == 0 and registered)
   };
@@ -67,6 +77,8 @@ class BlockPool {
   std::set<int32_t> free_;
   std::list<int32_t> lru_;
   std::unordered_map<uint64_t, int32_t> by_hash_;
+  std::unordered_map<uint64_t, int32_t> by_content_;  // content chain hash -> registered blocks
+  block_cache::EvictedHashes evicted_;
   int32_t num_used_ = 0;
 };
 

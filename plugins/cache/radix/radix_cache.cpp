@@ -8,11 +8,27 @@
 // used first, trimming each from its tail.
 //
 // match_prefix never reports every token: the last one is always computed (it gives the logits).
-// Only full blocks are shared and a sequence writes only past its own computed tokens, so no
-// shared block is ever written. When two sequences computed the same prefix at once, the first
-// commit wins and the second adopts its blocks at commit (equal tokens, equal K/V), releasing its
-// own copies: the host reads block tables afresh every step ("valid until the next mutating
-// call"), so the swap is invisible to it, and the tree stays free of duplicates.
+// Only full blocks are shared through the tree and a sequence writes only past its own computed
+// tokens, so prefix sharing never writes a shared block. When two sequences computed the same
+// prefix at once, the first commit wins and the second adopts its blocks at commit (equal tokens,
+// equal K/V), releasing its own copies: the host reads block tables afresh every step ("valid
+// until the next mutating call"), so the swap is invisible to it, and the tree stays free of
+// duplicates.
+//
+// fork (interface 1.1, n > 1 sampling) gives a new child the parent's blocks for its computed
+// tokens -- the partial last one and any not yet in the tree too, by refcount -- and a lock on
+// the parent's tree path, so eviction cannot take what the child shares. The child is then
+// allocated like a new request (its forked tokens reported cached). Whoever first writes into a
+// block that is still shared gets a fresh block and a queued copy old -> new (take_block_copies).
+// A shared block not yet in the tree is inserted by whichever holder commits it first; the other
+// finds it there and "adopts" the very same block.
+//
+// Miss counters: allocate (the commit point; match_prefix stays side-effect free) gives a
+// lookup's missed tokens one reason, from its first missed full block: evicted when its chained
+// hash is in the bounded record of evicted blocks, salt_mismatch when another salt's subtree
+// holds those tokens (a walk per other salt, only on a miss), else no_match; partial_block when
+// no full block was left to look up (the rest is shorter than a block, or is the last token's
+// block, which is always computed).
 //
 // Written against the C ABI directly (not sdk.hpp) because fits() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0.
@@ -24,6 +40,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "block_copies.hpp"
+#include "block_hash.hpp"
 #include "block_pool.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
@@ -50,7 +68,8 @@ class RadixCache {
         check_invariants_(true),
 #endif
         pool_(pool_size(args, cfg)),
-        tree_(cfg.block_size) {
+        tree_(cfg.block_size),
+        evicted_(4 * static_cast<size_t>(pool_.num_blocks())) {
     host_.info(num_blocks(), " blocks x ", block_size_, " tokens, radix prefix caching ", prefix_caching_ ? "on" : "off",
                check_invariants_ ? ", invariants checked after every change" : "");
   }
@@ -68,26 +87,34 @@ class RadixCache {
   }
 
   int32_t match_prefix(const loom_request_view& req) const {
+    if (const auto it = seqs_.find(req.request_id); it != seqs_.end() && it->second.forked >= 0)
+      return it->second.forked;
     return static_cast<int32_t>(match(req, req.num_tokens).blocks.size()) * block_size_;
   }
 
   bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
-    const int32_t need = blocks_for(req, num_new_tokens);
     const auto it = seqs_.find(req.request_id);
-    if (it != seqs_.end()) return need - static_cast<int32_t>(it->second.blocks.size()) <= available();
+    if (it != seqs_.end())
+      return blocks_short(it->second, write_start(it->second, req), room(req, num_new_tokens)) <= available();
     return extra_blocks(req, num_new_tokens, match(req, room(req, num_new_tokens))) <= 0;
   }
 
   void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
-    if (seqs_.count(req.request_id) != 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                  "cache radix: request " + std::to_string(req.request_id) + " already holds blocks");
+    if (const auto it = seqs_.find(req.request_id); it != seqs_.end()) {
+      if (it->second.forked < 0)
+        throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                    "cache radix: request " + std::to_string(req.request_id) + " already holds blocks");
+      allocate_forked(req, it->second, num_new_tokens, num_cached_tokens);
+      return;
+    }
     const Match m = match(req, room(req, num_new_tokens));
     const int32_t short_by = extra_blocks(req, num_new_tokens, m);
     if (short_by > 0)
       throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(req.request_id) + " needs " +
                                               std::to_string(short_by) + " more blocks than the " +
                                               std::to_string(available()) + " free or evictable");
+    const block_cache::Miss why = prefix_caching_ ? miss_reason(req, room(req, num_new_tokens), m)
+                                                  : block_cache::Miss::kNoMatch;
     Seq seq;
     seq.salt = req.cache_salt;
     if (!m.blocks.empty()) {  // locked before any eviction below, so the hit cannot be evicted
@@ -100,8 +127,7 @@ class RadixCache {
     seqs_.emplace(req.request_id, std::move(seq));
     const int32_t cached = static_cast<int32_t>(m.blocks.size()) * block_size_;
     if (prefix_caching_) {
-      prefix_query_tokens_ += req.num_tokens;
-      prefix_hit_tokens_ += cached;
+      stats_.add(req.num_tokens, cached, why);
       if (cached > 0)
         host_.debug("request ", req.request_id, ": ", cached, " of ", req.num_tokens, " tokens from the radix cache");
     }
@@ -110,14 +136,43 @@ class RadixCache {
 
   void append(const loom_request_view& req, int32_t num_new_tokens) {
     Seq& seq = find(req.request_id);
-    const int32_t need = blocks_for(req, num_new_tokens);
-    const int32_t extra = need - static_cast<int32_t>(seq.blocks.size());
-    if (extra > available())
-      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(req.request_id) + " needs " +
-                                              std::to_string(extra) + " more blocks, " +
-                                              std::to_string(available()) + " free or evictable");
-    grow(seq, need);
+    if (seq.forked >= 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: forked request " + std::to_string(req.request_id) +
+                                                 " must be allocated before it is appended to");
+    make_room(seq, req.request_id, req.num_computed_tokens, room(req, num_new_tokens));
   }
+
+  // The child holds the parent's blocks for parent.num_computed_tokens tokens (refcounts + 1) and
+  // one more lock on the parent's tree path. Takes no block, so never fails for lack of memory.
+  void fork(const loom_request_view& parent, uint64_t child_id) {
+    const Seq& from = find(parent.request_id);
+    if (from.forked >= 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: request " + std::to_string(parent.request_id) +
+                                                 " is a fork not yet allocated; fork its parent instead");
+    if (seqs_.count(child_id) != 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: fork child " + std::to_string(child_id) + " already holds blocks");
+    const int32_t tokens = parent.num_computed_tokens;
+    const int32_t n = tokens >= 0 ? blocks_for_tokens(tokens) : -1;
+    if (n < 0 || n > static_cast<int32_t>(from.blocks.size()) || static_cast<int64_t>(from.depth) * block_size_ > tokens)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: fork of request " + std::to_string(parent.request_id) +
+                                                 ": num_computed_tokens " + std::to_string(tokens) + " is outside its " +
+                                                 std::to_string(from.blocks.size()) + " blocks or behind its " +
+                                                 std::to_string(from.depth) + " committed ones");
+    Seq child;
+    child.salt = from.salt;
+    child.depth = from.depth;
+    child.forked = tokens;
+    child.blocks.assign(from.blocks.begin(), from.blocks.begin() + n);
+    if (from.node != nullptr) {
+      Match path;
+      path.node = from.node;
+      child.node = tree_.lock(path);
+    }
+    for (int32_t b : child.blocks) pool_.acquire(b);
+    seqs_.emplace(child_id, std::move(child));
+  }
+
+  loom_block_copy_list take_block_copies() { return copies_.take(); }
 
   // Inserts every full block the computed tokens now cover below the sequence's tree path.
   void commit(const loom_request_view& req) {
@@ -154,8 +209,7 @@ class RadixCache {
     out->used_blocks = pool_.num_used();
     out->cached_blocks = pool_.num_cached();
     out->num_seqs = static_cast<int32_t>(seqs_.size());
-    out->prefix_hit_tokens = prefix_hit_tokens_;
-    out->prefix_query_tokens = prefix_query_tokens_;
+    stats_.write(out);
   }
 
   // Full consistency check (debug builds, or check_invariants = true): every block's refcount is
@@ -190,6 +244,7 @@ class RadixCache {
     Node* node = nullptr;         // end of the sequence's locked tree path (null: none)
     int32_t depth = 0;            // blocks on that path: the table's first `depth` entries
     uint64_t salt = 0;
+    int32_t forked = -1;          // >= 0: made by fork, not yet allocated; shares this many tokens
   };
 
   static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
@@ -217,9 +272,86 @@ class RadixCache {
   int64_t room(const loom_request_view& req, int32_t num_new_tokens) const {
     return static_cast<int64_t>(req.num_computed_tokens) + num_new_tokens;
   }
+  int32_t blocks_for_tokens(int64_t tokens) const {
+    return static_cast<int32_t>((std::max<int64_t>(0, tokens) + block_size_ - 1) / block_size_);
+  }
   int32_t blocks_for(const loom_request_view& req, int32_t num_new_tokens) const {
-    const int64_t tokens = std::max<int64_t>(0, room(req, num_new_tokens));
-    return static_cast<int32_t>((tokens + block_size_ - 1) / block_size_);
+    return blocks_for_tokens(room(req, num_new_tokens));
+  }
+
+  // Where the next write into seq begins: a forked child's first own token, else the view's.
+  static int64_t write_start(const Seq& seq, const loom_request_view& req) {
+    return seq.forked >= 0 ? seq.forked : req.num_computed_tokens;
+  }
+
+  // Table indices of the blocks a write of tokens [start, end) touches that another table also
+  // holds: each needs a fresh block and a copy before it is written. Tree blocks (the first
+  // `depth`) hold committed tokens, which are never written.
+  std::vector<size_t> shared_written(const Seq& seq, int64_t start, int64_t end) const {
+    std::vector<size_t> out;
+    const size_t first = std::max(static_cast<size_t>(std::max<int64_t>(start, 0) / block_size_),
+                                  static_cast<size_t>(seq.depth));
+    const size_t last = std::min(static_cast<size_t>(blocks_for_tokens(end)), seq.blocks.size());
+    for (size_t i = first; i < last; ++i)
+      if (pool_.refcount(seq.blocks[i]) > 1) out.push_back(i);
+    return out;
+  }
+
+  // Blocks seq must take to write tokens [start, end): growth plus copy-on-write.
+  int32_t blocks_short(const Seq& seq, int64_t start, int64_t end) const {
+    const int32_t grow = std::max(0, blocks_for_tokens(end) - static_cast<int32_t>(seq.blocks.size()));
+    return grow + static_cast<int32_t>(shared_written(seq, start, end).size());
+  }
+
+  // Gives seq its own blocks for tokens [start, end): copies of shared ones, then new ones at the
+  // end. LOOM_ERR_OUT_OF_MEMORY (state unchanged) when the free and evictable blocks are short.
+  void make_room(Seq& seq, uint64_t id, int64_t start, int64_t end) {
+    const int32_t extra = blocks_short(seq, start, end);
+    if (extra > available())
+      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(id) + " needs " +
+                                              std::to_string(extra) + " more blocks, " +
+                                              std::to_string(available()) + " free or evictable");
+    if (pool_.num_free() < extra) tree_.evict(extra - pool_.num_free(), pool_, &evicted_);
+    for (size_t i : shared_written(seq, start, end)) {
+      const int32_t old = seq.blocks[i];
+      const int32_t copy = pool_.take();
+      copies_.push(old, copy);
+      pool_.release(old);  // still held by the other table
+      seq.blocks[i] = copy;
+    }
+    while (static_cast<int32_t>(seq.blocks.size()) < blocks_for_tokens(end)) seq.blocks.push_back(pool_.take());
+  }
+
+  // A forked child's allocate: its shared tokens are the cached ones. Not a prefix lookup, so
+  // the prefix counters do not count it.
+  void allocate_forked(const loom_request_view& req, Seq& seq, int32_t num_new_tokens, int32_t* num_cached_tokens) {
+    if (req.num_tokens <= seq.forked)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: forked request " + std::to_string(req.request_id) +
+                                                 " shares " + std::to_string(seq.forked) + " tokens but its view holds " +
+                                                 std::to_string(req.num_tokens) + ": it needs one of its own");
+    make_room(seq, req.request_id, seq.forked, room(req, num_new_tokens));
+    if (num_cached_tokens != nullptr) *num_cached_tokens = seq.forked;
+    seq.forked = -1;
+  }
+
+  // Full blocks a lookup limited to `limit` tokens may use (the last token is always computed).
+  int32_t lookup_blocks(const loom_request_view& req, int64_t limit) const {
+    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
+    return usable > 0 ? static_cast<int32_t>(usable / block_size_) : 0;
+  }
+
+  // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
+  block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const Match& m) const {
+    const int32_t hits = static_cast<int32_t>(m.blocks.size());
+    if (req.token_ids == nullptr || hits >= lookup_blocks(req, limit)) return block_cache::Miss::kPartialBlock;
+    const std::span<const int32_t> tokens = tokens_of(req);
+    const size_t bs = static_cast<size_t>(block_size_);
+    uint64_t hash = block_cache::kRootHash;
+    for (size_t i = 0; i <= static_cast<size_t>(hits); ++i)
+      hash = block_cache::block_hash(hash, req.cache_salt, tokens.subspan(i * bs, bs));
+    if (evicted_.contains(hash)) return block_cache::Miss::kEvicted;
+    return tree_.cached_under_other_salt(req.cache_salt, tokens, hits + 1) ? block_cache::Miss::kSaltMismatch
+                                                                           : block_cache::Miss::kNoMatch;
   }
   static std::span<const int32_t> tokens_of(const loom_request_view& req) {
     return {req.token_ids, static_cast<size_t>(std::max(req.num_tokens, 0))};
@@ -230,7 +362,7 @@ class RadixCache {
   void grow(Seq& seq, int32_t need) {
     const int32_t extra = need - static_cast<int32_t>(seq.blocks.size());
     if (extra <= 0) return;
-    if (pool_.num_free() < extra) tree_.evict(extra - pool_.num_free(), pool_);
+    if (pool_.num_free() < extra) tree_.evict(extra - pool_.num_free(), pool_, &evicted_);
     while (static_cast<int32_t>(seq.blocks.size()) < need) seq.blocks.push_back(pool_.take());
   }
 
@@ -258,9 +390,12 @@ class RadixCache {
   bool check_invariants_;
   BlockPool pool_;
   RadixTree tree_;
+  // Chained hashes of evicted blocks, for evicted misses: 4 pools' worth, enough to explain a
+  // prompt that returns after a few turnovers of the pool, and bounded.
+  block_cache::EvictedHashes evicted_;
   std::unordered_map<uint64_t, Seq> seqs_;
-  int64_t prefix_hit_tokens_ = 0;
-  int64_t prefix_query_tokens_ = 0;
+  block_cache::BlockCopies copies_;
+  block_cache::PrefixStats stats_;
 };
 
 const loom_plugin_desc kDesc = block_cache::Abi<RadixCache>::descriptor(

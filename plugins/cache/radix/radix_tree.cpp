@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <queue>
+
+#include "block_hash.hpp"
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -121,6 +123,7 @@ Node* RadixTree::insert(uint64_t salt, Node* node, int32_t depth, std::span<cons
       if (!root) {
         root = std::make_unique<Node>();
         root->id = next_id_++;
+        root->salt = salt;
       }
       parent = root.get();
     }
@@ -161,7 +164,30 @@ Node* RadixTree::insert(uint64_t salt, Node* node, int32_t depth, std::span<cons
   return end;
 }
 
-int32_t RadixTree::evict(int32_t n, BlockPool& pool) {
+std::vector<uint64_t> RadixTree::path_hashes(const Node* n) const {
+  std::vector<const Node*> path;
+  const Node* root = n;
+  for (; root->parent != nullptr; root = root->parent) path.push_back(root);
+  std::vector<uint64_t> hashes;
+  uint64_t h = block_cache::kRootHash;
+  const size_t bs = static_cast<size_t>(block_size_);
+  for (auto x = path.rbegin(); x != path.rend(); ++x) {
+    for (size_t j = 0; j < (*x)->blocks.size(); ++j) {
+      h = block_cache::block_hash(h, root->salt, std::span<const int32_t>((*x)->tokens).subspan(j * bs, bs));
+      hashes.push_back(h);
+    }
+  }
+  return hashes;
+}
+
+bool RadixTree::cached_under_other_salt(uint64_t salt, std::span<const int32_t> tokens, int32_t n_blocks) const {
+  for (const auto& [other, root] : roots_) {
+    if (other != salt && static_cast<int32_t>(match(other, tokens, n_blocks).blocks.size()) == n_blocks) return true;
+  }
+  return false;
+}
+
+int32_t RadixTree::evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes* evicted) {
   using Item = std::tuple<uint64_t, uint64_t, Node*>;  // last access, id: the oldest on top
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> leaves;
   std::vector<Node*> stack;
@@ -177,8 +203,11 @@ int32_t RadixTree::evict(int32_t n, BlockPool& pool) {
     Node* leaf = std::get<2>(leaves.top());
     leaves.pop();
     const std::vector<int32_t> key = key_at(leaf->tokens, 0);
+    const std::vector<uint64_t> hashes = evicted != nullptr ? path_hashes(leaf) : std::vector<uint64_t>{};
+    size_t tail = hashes.size();  // the leaf's last block is the path's last
     // The tail goes first: a prefix's head is what other requests share.
     while (done < n && !leaf->blocks.empty()) {
+      if (evicted != nullptr) evicted->add(hashes[--tail]);
       pool.leave_tree(leaf->blocks.back());
       leaf->blocks.pop_back();
       leaf->tokens.resize(leaf->tokens.size() - static_cast<size_t>(block_size_));

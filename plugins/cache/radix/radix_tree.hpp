@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "block_pool.hpp"
+#include "prefix_misses.hpp"
 
 namespace loom::radix {
 
@@ -31,6 +32,7 @@ struct Node {
   std::map<std::vector<int32_t>, std::unique_ptr<Node>> children;  // keyed by their first block
   int32_t lock_ref = 0;
   uint64_t last_access = 0;
+  uint64_t salt = 0;        // the cache_salt of the subtree (read at its root)
 };
 
 // A prefix match: the path's blocks, and where it ends -- after `node` (null: at the root) and
@@ -60,8 +62,11 @@ class RadixTree {
   // (*adopted counts them).
   Node* insert(uint64_t salt, Node* node, int32_t depth, std::span<const int32_t> tokens,
                std::vector<int32_t>& table, int32_t full, BlockPool& pool, int32_t* adopted);
-  // Frees up to n cached blocks back to the pool, LRU leaves first; returns how many.
-  int32_t evict(int32_t n, BlockPool& pool);
+  // Frees up to n cached blocks back to the pool, LRU leaves first; returns how many. The chained
+  // hash (block_hash.hpp) of each evicted block's prefix goes into *evicted when it is given.
+  int32_t evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes* evicted = nullptr);
+  // Whether tokens' first n_blocks full blocks are all cached under some salt other than salt.
+  bool cached_under_other_salt(uint64_t salt, std::span<const int32_t> tokens, int32_t n_blocks) const;
 
   // Throws (LOOM_ERR_INTERNAL) when the tree disagrees with the pool or with the sequences'
   // paths: paths[i] is a live sequence's path end, its table begins with the path's blocks.
@@ -78,6 +83,8 @@ class RadixTree {
   Node* split(Node* n, int32_t k);
   std::vector<int32_t> key_at(std::span<const int32_t> tokens, size_t block) const;
   void stamp(Node* n);
+  // The chained hashes of every block on the path from the salt's root down to n.
+  std::vector<uint64_t> path_hashes(const Node* n) const;
   void check_node(const Node& n, const BlockPool& pool, std::vector<uint8_t>& seen, int32_t& count) const;
 
   int32_t block_size_;

@@ -1,7 +1,9 @@
 /* KV-cache plugins: the logical side of the KV pool (block ids, tables, refcounts, prefix reuse,
  * eviction). The core owns the physical pool; it asks the plugin how many blocks of which size
  * it wants, allocates them, and passes block ids around. The interface is query-then-commit:
- * match_prefix -> can_allocate -> allocate -> append -> free. */
+ * match_prefix -> can_allocate -> allocate -> append -> free.
+ * Interface 1.1 adds fork/take_block_copies (sequences sharing blocks, copy-on-write) and the
+ * prefix-cache miss counters; a 1.0 plugin's shorter vtable and usage struct still load. */
 #ifndef LOOM_CACHE_H
 #define LOOM_CACHE_H
 
@@ -12,7 +14,7 @@ extern "C" {
 #endif
 
 #define LOOM_CACHE_IFACE_MAJOR 1
-#define LOOM_CACHE_IFACE_MINOR 0
+#define LOOM_CACHE_IFACE_MINOR 1
 
 typedef struct loom_cache_create_args {
   uint32_t struct_size;
@@ -40,7 +42,32 @@ typedef struct loom_cache_usage {
   int32_t num_seqs;       /* live sequences holding blocks */
   int64_t prefix_hit_tokens;    /* cumulative tokens served from the prefix cache */
   int64_t prefix_query_tokens;  /* cumulative tokens looked up */
+  /* 1.1: the looked-up tokens that were not hits, by why (cumulative). Each lookup gives all of
+   * its missed tokens to one reason, so hit + the four misses == query tokens:
+   *   partial_block  - what was left after the hits is shorter than one full block (nothing
+   *                    more could ever be cached: the prefix is shorter than a block)
+   *   no_match       - the first missed full block was never cached under this salt
+   *   evicted        - the first missed full block was cached once and has been evicted
+   *   salt_mismatch  - the first missed full block is cached, but under another cache_salt
+   * A plugin writes these only when out->struct_size covers them. */
+  int64_t prefix_miss_partial_block_tokens;
+  int64_t prefix_miss_no_match_tokens;
+  int64_t prefix_miss_evicted_tokens;
+  int64_t prefix_miss_salt_mismatch_tokens;
 } loom_cache_usage;
+
+/* 1.1: one block whose contents the host must copy (all layers, K and V) before the next
+ * forward pass writes into dst. */
+typedef struct loom_block_copy {
+  int32_t src;
+  int32_t dst;
+} loom_block_copy;
+
+/* Owned by the plugin, valid until its next mutating call. */
+typedef struct loom_block_copy_list {
+  const loom_block_copy* items;
+  int32_t count;
+} loom_block_copy_list;
 
 typedef struct loom_cache_vtable {
   uint32_t struct_size;
@@ -50,7 +77,8 @@ typedef struct loom_cache_vtable {
    * the reason in err. Used to refuse at admission what can never run. */
   loom_status (*fits)(void* self, int32_t max_total_tokens, int32_t* ok, loom_error_buf* err);
   /* (optional) Sets *num_cached_tokens to how many leading tokens of req already have K/V in
-   * the cache (a multiple of the block size); no state changes. NULL means 0. */
+   * the cache (a multiple of the block size, or a forked sequence's length); no state changes.
+   * NULL means 0. */
   loom_status (*match_prefix)(void* self, const loom_request_view* req, int32_t* num_cached_tokens,
                               loom_error_buf* err);
   /* Sets *ok = 1 when the cache can give req room for num_new_tokens more tokens (beyond
@@ -75,6 +103,19 @@ typedef struct loom_cache_vtable {
                              loom_error_buf* err);
   /* Current block accounting. */
   loom_status (*usage)(void* self, loom_cache_usage* out, loom_error_buf* err);
+
+  /* ---- 1.1 (the host reads these only when struct_size covers them; NULL = unsupported) ---- */
+  /* Makes child_id a new sequence that holds the same blocks as parent's first
+   * parent->num_computed_tokens tokens (every shared block's refcount goes up by one), for n > 1
+   * and beam-like sampling. The child is then added to the scheduler like any new request, and
+   * its match_prefix / allocate report those tokens as cached (not block-aligned: the shared
+   * partial last block counts too). Neither sequence writes into a block the other still holds:
+   * append/allocate give the writer a fresh block and queue a copy (take_block_copies).
+   * LOOM_ERR_OUT_OF_MEMORY leaves state unchanged; free(child_id) undoes a fork. */
+  loom_status (*fork)(void* self, const loom_request_view* parent, uint64_t child_id, loom_error_buf* err);
+  /* Hands over the copy-on-write copies queued since the last call (and forgets them). The host
+   * performs them, in order, before the next forward pass. */
+  loom_status (*take_block_copies)(void* self, loom_block_copy_list* out, loom_error_buf* err);
 } loom_cache_vtable;
 
 #ifdef __cplusplus

@@ -75,6 +75,12 @@ template <class T>
 concept HasCommit = requires(T& t, const loom_request_view* r) {
   t.commit(r);
 };
+// Cache interface 1.1: copy-on-write forking. A class has both or neither.
+template <class T>
+concept HasFork = requires(T& t, const loom_request_view* parent, uint64_t child, loom_block_copy_list* out) {
+  t.fork(parent, child);
+  t.take_block_copies(out);
+};
 }  // namespace detail
 
 template <class T>
@@ -168,6 +174,12 @@ struct VtableFor<loom_cache_vtable, T> {
   static loom_status usage(void* s, loom_cache_usage* out, loom_error_buf* err) noexcept {
     return detail::guarded(err, [&] { return detail::self_as<T>(s).usage(out); });
   }
+  static loom_status fork(void* s, Req parent, uint64_t child_id, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).fork(parent, child_id); });
+  }
+  static loom_status take_block_copies(void* s, loom_block_copy_list* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).take_block_copies(out); });
+  }
   // Optional members: only referenced (and so only instantiated) when the class has them.
   static constexpr decltype(loom_cache_vtable::match_prefix) match_prefix_or_null() {
     if constexpr (detail::HasMatchPrefix<T>)
@@ -178,6 +190,18 @@ struct VtableFor<loom_cache_vtable, T> {
   static constexpr decltype(loom_cache_vtable::commit) commit_or_null() {
     if constexpr (detail::HasCommit<T>)
       return &commit;
+    else
+      return nullptr;
+  }
+  static constexpr decltype(loom_cache_vtable::fork) fork_or_null() {
+    if constexpr (detail::HasFork<T>)
+      return &fork;
+    else
+      return nullptr;
+  }
+  static constexpr decltype(loom_cache_vtable::take_block_copies) take_block_copies_or_null() {
+    if constexpr (detail::HasFork<T>)
+      return &take_block_copies;
     else
       return nullptr;
   }
@@ -195,7 +219,9 @@ const loom_cache_vtable VtableFor<loom_cache_vtable, T>::kTable = {sizeof(loom_c
                                                                    commit_or_null(),
                                                                    &free,
                                                                    &block_table,
-                                                                   &usage};
+                                                                   &usage,
+                                                                   fork_or_null(),
+                                                                   take_block_copies_or_null()};
 
 template <class T>
 struct VtableFor<loom_cache_offload_vtable, T> {

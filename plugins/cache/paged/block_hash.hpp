@@ -1,0 +1,36 @@
+// cache/paged, cache/radix: the chained block hash that names a full block's whole prefix.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+namespace loom::block_cache {
+
+// Parent of a sequence's first block in the salted chain...
+inline constexpr uint64_t kRootHash = 0x6c6f6f6d2d6b7631ull;
+// ...and in the content-only chain (no salt), whose different root keeps the two chains apart:
+// equal content hashes mean equal token prefixes, whatever their salts.
+inline constexpr uint64_t kContentRootHash = 0x6c6f6f6d2d636f6eull;
+
+// A 64-bit avalanche step (the MurmurHash3 finalizer): every input bit flips about half the
+// output bits, so chaining it over a block's tokens spreads them over the whole hash.
+inline uint64_t avalanche(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+// Hash of one full block in a chain: over its parent block's hash, the request's cache salt and
+// the block's token ids.
+inline uint64_t block_hash(uint64_t parent, uint64_t salt, std::span<const int32_t> tokens) {
+  uint64_t h = avalanche(parent ^ 0x9e3779b97f4a7c15ull);
+  h = avalanche(h ^ salt);
+  for (int32_t t : tokens) h = avalanche(h ^ static_cast<uint32_t>(t));
+  return avalanche(h ^ tokens.size());
+}
+
+}  // namespace loom::block_cache
