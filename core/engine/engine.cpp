@@ -1,6 +1,7 @@
 #include "core/engine/engine.hpp"
 
 #include <chrono>
+#include <span>
 
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
@@ -70,12 +71,31 @@ uint64_t Engine::submit(GenerateRequest request) {
   std::string reason;
   LOOM_CHECK(stack_->kv_fits(static_cast<int32_t>(total), reason), "max_tokens: " + reason);
 
-  const uint64_t id = next_id_.fetch_add(1);
+  const int32_t n = request.n;
+  LOOM_CHECK(n >= 1 && n <= kMaxChoices,
+             "n: must be in [1, " + std::to_string(kMaxChoices) + "], got " + std::to_string(n));
+  if (const auto& lp = request.sampling.logprobs) {
+    LOOM_CHECK(*lp >= 0 && *lp <= kMaxLogprobs, "logprobs: must be in [0, " + std::to_string(kMaxLogprobs) +
+                                                    "], got " + std::to_string(*lp));
+  }
+
+  // With a forking cache, choice 0 alone is queued and forks the others once its prompt is
+  // computed; otherwise every choice is its own request computing its own prompt.
+  const bool share = stack_->can_fork();
+  const int32_t queued = share ? 1 : n;
+  const uint64_t id = next_id_.fetch_add(static_cast<uint64_t>(queued));
+  const int64_t arrival = now_us();
   std::lock_guard<std::mutex> lock(inbox_mutex_);
   LOOM_CHECK(!stopping_, "the engine is shutting down");
   const uint64_t seed = request.sampling.seed ? *request.sampling.seed : seed_rng_();
-  inbox_requests_.push_back(
-      std::make_unique<RequestState>(id, std::move(request), *stack_->tokenizer, now_us(), seed));
+  for (int32_t i = 0; i < queued; ++i) {
+    GenerateRequest copy = i + 1 < queued ? request : std::move(request);
+    auto state = std::make_unique<RequestState>(id + static_cast<uint64_t>(i), std::move(copy),
+                                                *stack_->tokenizer, arrival, seed + static_cast<uint64_t>(i),
+                                                id, i);
+    if (share) state->num_unforked = n - 1;
+    inbox_requests_.push_back(std::move(state));
+  }
   inbox_cv_.notify_one();
   return id;
 }
@@ -136,21 +156,29 @@ void Engine::drain_inbox() {
     arrivals.swap(inbox_requests_);
     aborts.swap(inbox_aborts_);
   }
-  for (auto& req : arrivals) {
-    const uint64_t id = req->id;
-    auto& slot = requests_[id];
-    slot = std::move(req);
-    metrics_.on_arrival(id, slot->arrival_time_us);
-    try {
-      stack_->scheduler_add(slot->view());
-    } catch (const std::exception& e) {
-      finish(*slot, FinishReason::kError, e.what());
+  for (auto& req : arrivals) admit(std::move(req));
+  for (uint64_t group : aborts) {
+    auto it = groups_.find(group);
+    if (it == groups_.end()) continue;
+    const std::vector<uint64_t> ids = it->second;  // finish() edits the group
+    for (uint64_t id : ids) {
+      if (auto r = requests_.find(id); r != requests_.end()) finish(*r->second, FinishReason::kAbort);
     }
   }
-  for (uint64_t id : aborts) {
-    auto it = requests_.find(id);
-    if (it != requests_.end()) finish(*it->second, FinishReason::kAbort);
+}
+
+RequestState& Engine::admit(std::unique_ptr<RequestState> req) {
+  const uint64_t id = req->id;
+  groups_[req->group].push_back(id);
+  auto& slot = requests_[id];
+  slot = std::move(req);
+  metrics_.on_arrival(id, slot->arrival_time_us);
+  try {
+    stack_->scheduler_add(slot->view());
+  } catch (const std::exception& e) {
+    finish(*slot, FinishReason::kError, e.what());
   }
+  return *slot;
 }
 
 // schedule -> execute -> update.
@@ -167,7 +195,10 @@ void Engine::step() {
     if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, reason);
   }
   for (uint64_t id : plan.preempted) {
-    if (auto it = requests_.find(id); it != requests_.end()) it->second->num_computed_tokens = 0;
+    if (auto it = requests_.find(id); it != requests_.end()) {
+      stack_->swap_out(id, it->second->num_computed_tokens);  // before execute() reuses its blocks
+      it->second->num_computed_tokens = 0;
+    }
   }
   // Queue depth and KV use change at scheduling: publish before the (long) forward pass.
   publish_stats();
@@ -178,14 +209,24 @@ void Engine::step() {
     step_tokens += s.num_new_tokens;
   }
 
+  // Copy-on-write copies the cache queued while scheduling land before anything writes K/V.
+  stack_->apply_block_copies();
+
   // execute: one flat batch of every scheduled token.
   std::vector<StepSequence> seqs;
   seqs.reserve(plan.scheduled.size());
   for (const auto& s : plan.scheduled) {
     RequestState& req = *requests_.at(s.request_id);
     req.num_computed_tokens += s.num_cached_tokens;
-    seqs.push_back(StepSequence{&req, s.num_new_tokens});
+    const int32_t restored = stack_->swap_in(req, s.num_new_tokens);
+    req.num_computed_tokens += restored;
+    if (restored > 0 && restored == s.num_new_tokens) {  // the whole chunk came from the tier
+      stack_->cache_commit(req.view());
+      continue;
+    }
+    seqs.push_back(StepSequence{&req, s.num_new_tokens - restored});
   }
+  if (seqs.empty()) return;
   stack_->execute(seqs, logits_);
   // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
   const int64_t sampled_us = now_us();
@@ -201,17 +242,57 @@ void Engine::step() {
     if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk: nothing to sample
     const std::span<const float> row(logits_.data() + logit_row * vocab, vocab);
     ++logit_row;
-    const int32_t token = stack_->sample(row, req.sampling, req.rng);
-    req.token_ids.push_back(token);
-    metrics_.on_token(req.id, sampled_us);
-    emit(req, {token});
+    if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
+    sample_into(req, row, sampled_us);
   }
 }
 
-void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens) {
+void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us) {
+  const int32_t token = stack_->sample(row, req.sampling, req.rng);
+  std::vector<RowLogprobs> logprobs;
+  if (req.sampling.logprobs) {
+    logprobs.emplace_back();
+    Sampler::logprobs(row, token, *req.sampling.logprobs, logprobs.back());
+  }
+  req.token_ids.push_back(token);
+  metrics_.on_token(req.id, sampled_us);
+  emit(req, {token}, std::move(logprobs));
+}
+
+void Engine::fork_choices(RequestState& parent, std::span<const float> row, int64_t schedule_us,
+                          int64_t sampled_us) {
+  const int32_t count = parent.num_unforked;
+  parent.num_unforked = 0;
+  // The parent's view now covers exactly its computed prompt: what the children share.
+  const loom_request_view parent_view = parent.view();
+  for (int32_t i = 1; i <= count; ++i) {
+    GenerateRequest request;
+    request.prompt.assign(parent.token_ids.begin(), parent.token_ids.begin() + parent.num_prompt_tokens);
+    request.sampling = parent.sampling;
+    request.priority = parent.priority;
+    request.cache_salt = parent.cache_salt;
+    request.sink = parent.sink;
+    const uint64_t child_id = next_id_.fetch_add(1);
+    auto child = std::make_unique<RequestState>(child_id, std::move(request), *stack_->tokenizer,
+                                                parent.arrival_time_us, parent.seed + static_cast<uint64_t>(i),
+                                                parent.group, parent.index + i);
+    // No room to share: the child computes its prompt itself, as a fallback request would.
+    if (!stack_->fork(parent_view, child_id)) {
+      LOOM_LOG_DEBUG("request {}: no KV room to fork choice {}; it recomputes its prompt", parent.group, i);
+    }
+    RequestState& admitted = admit(std::move(child));
+    if (requests_.count(child_id) == 0) continue;  // refused by the scheduler (finished with an error)
+    metrics_.on_scheduled(child_id, schedule_us);
+    sample_into(admitted, row, sampled_us);
+  }
+}
+
+void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs) {
   const Tokenizer& tok = *stack_->tokenizer;
   GenerationOutput out;
+  out.index = req.index;
   out.token_ids = new_tokens;
+  out.logprobs = std::move(logprobs);
   out.prompt_tokens = req.num_prompt_tokens;
   out.completion_tokens = req.num_generated();
 
@@ -251,24 +332,33 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens) {
 void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
   const uint64_t id = req.id;
   stack_->release(id);
-  // A request finished by emit() has already sent its final output; abort/error send one here.
+  // A request finished by emit() has already sent its final output; abort/error send one here,
+  // also for the choices it had yet to fork (so every choice of the request ends).
   if (reason == FinishReason::kAbort || reason == FinishReason::kError) {
-    GenerationOutput out;
-    out.finish = reason;
-    out.error = std::move(error);
-    out.prompt_tokens = req.num_prompt_tokens;
-    out.completion_tokens = req.num_generated();
-    req.sink(std::move(out));
+    for (int32_t i = 0; i <= req.num_unforked; ++i) {
+      GenerationOutput out;
+      out.index = req.index + i;
+      out.finish = reason;
+      out.error = error;
+      out.prompt_tokens = req.num_prompt_tokens;
+      out.completion_tokens = i == 0 ? req.num_generated() : 0;
+      req.sink(std::move(out));
+    }
   }
   {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
       ++stats_.requests_finished;
       ++(reason == FinishReason::kStop ? stats_.requests_finished_stop : stats_.requests_finished_length);
-      stats_.prompt_tokens_total += req.num_prompt_tokens;
+      // The prompt is processed once per request however many choices share it.
+      if (req.index == 0) stats_.prompt_tokens_total += req.num_prompt_tokens;
     }
   }
   metrics_.on_finished(id, reason, req.num_prompt_tokens, req.num_generated(), now_us());
+  if (auto g = groups_.find(req.group); g != groups_.end()) {
+    std::erase(g->second, id);
+    if (g->second.empty()) groups_.erase(g);
+  }
   requests_.erase(id);
 }
 
@@ -285,6 +375,10 @@ void Engine::publish_stats() {
   stats_.kv_cached_blocks = usage.kv_cached_blocks;
   stats_.prefix_cache_queries = usage.prefix_query_tokens;
   stats_.prefix_cache_hits = usage.prefix_hit_tokens;
+  stats_.prefix_cache_miss_partial_block = usage.prefix_miss_partial_block_tokens;
+  stats_.prefix_cache_miss_no_match = usage.prefix_miss_no_match_tokens;
+  stats_.prefix_cache_miss_evicted = usage.prefix_miss_evicted_tokens;
+  stats_.prefix_cache_miss_salt_mismatch = usage.prefix_miss_salt_mismatch_tokens;
 }
 
 }  // namespace loom

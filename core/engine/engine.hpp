@@ -42,7 +42,15 @@ class Engine final : public EngineInterface {
   void drain_inbox();
   // Sends the final output and releases everything the request holds.
   void finish(RequestState& req, FinishReason reason, std::string error = {});
-  void emit(RequestState& req, std::vector<int32_t> new_tokens);
+  void emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs);
+  // Samples one token for req from a logits row, with its logprobs when asked for.
+  void sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us);
+  // At the parent's first sample: the other choices, sharing its prompt's KV (cache fork), each
+  // sampling its own first token from the same row.
+  void fork_choices(RequestState& parent, std::span<const float> row, int64_t schedule_us,
+                    int64_t sampled_us);
+  // Registers a request on the engine thread and hands it to the scheduler.
+  RequestState& admit(std::unique_ptr<RequestState> req);
   void publish_stats();
 
   std::unique_ptr<RuntimeStack> stack_;
@@ -59,6 +67,7 @@ class Engine final : public EngineInterface {
 
   // Engine-thread state.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
+  std::unordered_map<uint64_t, std::vector<uint64_t>> groups_;  // submitted id -> live choice ids
   std::vector<float> logits_;  // [n_sampled, vocab]
 
   mutable std::mutex stats_mutex_;

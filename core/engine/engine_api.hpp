@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/common/histogram.hpp"
+#include "core/executor/sampler.hpp"
 
 namespace loom {
 
@@ -24,21 +25,29 @@ struct SamplingParams {
   int32_t max_tokens = 16;        // new tokens at most, >= 1
   bool ignore_eos = false;        // keep going past EOS until max_tokens
   std::vector<std::string> stop;  // generation ends before any of these strings; not returned
+  // Set: every sampled token comes with its log-probability and the `*logprobs` most likely
+  // alternatives (0..kMaxLogprobs), from the raw logits (before temperature and filters).
+  std::optional<int32_t> logprobs;
 };
+
+inline constexpr int32_t kMaxLogprobs = 20;
+inline constexpr int32_t kMaxChoices = 128;
 
 enum class FinishReason { kStop, kLength, kAbort, kError };
 
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
 
-// One batch of output for one request, delivered in order.
+// One batch of output for one choice of a request, delivered in order per choice.
 struct GenerationOutput {
+  int32_t index = 0;               // the choice, 0..n-1
   std::vector<int32_t> token_ids;  // tokens sampled since the previous output
+  std::vector<RowLogprobs> logprobs;  // one per token_ids entry when sampling.logprobs is set
   std::string text;                // their text: whole UTF-8 characters only; text that could still
                                    // begin a stop string is held back until it cannot
   std::optional<FinishReason> finish;  // set on the last output of the request
   std::string error;                   // when finish == kError
   int32_t prompt_tokens = 0;
-  int32_t completion_tokens = 0;       // total so far
+  int32_t completion_tokens = 0;       // total so far, of this choice
 };
 
 using OutputSink = std::function<void(GenerationOutput&&)>;
@@ -47,6 +56,11 @@ struct GenerateRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when wanted
   SamplingParams sampling;
   int32_t priority = 0;
+  // Choices, 1..kMaxChoices. With a seed s, choice i samples with seed s + i, so its text equals
+  // an n = 1 request's with that seed. The prompt is computed once and its KV shared (when the
+  // cache plugin can fork); every choice ends with its own final output.
+  int32_t n = 1;
+  uint64_t cache_salt = 0;  // nonzero: prefix-cache entries are shared only under the same salt
   OutputSink sink;
 };
 
@@ -67,6 +81,11 @@ struct EngineStats {
   int32_t kv_cached_blocks = 0;        // unreferenced blocks kept for prefix reuse
   int64_t prefix_cache_queries = 0;    // cumulative prompt tokens looked up in the prefix cache
   int64_t prefix_cache_hits = 0;       // cumulative tokens of those found there
+  // Cumulative looked-up tokens that missed, by reason (see loom/cache.h; 0 for 1.0 caches).
+  int64_t prefix_cache_miss_partial_block = 0;
+  int64_t prefix_cache_miss_no_match = 0;
+  int64_t prefix_cache_miss_evicted = 0;
+  int64_t prefix_cache_miss_salt_mismatch = 0;
   // Request-level histograms (seconds unless tokens); see core/engine/request_metrics.hpp.
   HistogramSnapshot time_to_first_token;
   HistogramSnapshot inter_token_latency;
@@ -90,12 +109,13 @@ struct ModelInfo {
 class EngineInterface {
  public:
   virtual ~EngineInterface() = default;
-  // Queues a request and returns its id. Throws loom::Error (a message naming the field) when
+  // Queues a request and returns its id (one id for all its choices). Throws loom::Error (a message naming the field) when
   // it can never run: empty prompt, prompt + max_tokens beyond max_model_len, token ids outside
   // the vocabulary, or too big for the whole KV pool.
   virtual uint64_t submit(GenerateRequest request) = 0;
-  // Cancels a request wherever it is (queued or running); its blocks are freed at the next step
-  // and its sink gets one last output with finish = kAbort. Unknown ids are ignored.
+  // Cancels a request (every choice) wherever it is (queued or running); its blocks are freed at
+  // the next step and its sink gets one last output with finish = kAbort per live choice.
+  // Unknown ids are ignored.
   virtual void abort(uint64_t request_id) = 0;
   virtual EngineStats stats() const = 0;
   virtual const ModelInfo& model_info() const = 0;

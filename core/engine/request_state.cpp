@@ -3,7 +3,7 @@
 namespace loom {
 
 RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenizer& tokenizer,
-                           int64_t now_us, uint64_t seed)
+                           int64_t now_us, uint64_t seed_, uint64_t group_, int32_t index_)
     : id(id_),
       token_ids(std::move(request.prompt)),
       num_prompt_tokens(static_cast<int32_t>(token_ids.size())),
@@ -12,7 +12,11 @@ RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenize
       priority(request.priority),
       arrival_time_us(now_us),
       sink(std::move(request.sink)),
-      rng(seed),
+      group(group_),
+      index(index_),
+      seed(seed_),
+      cache_salt(request.cache_salt),
+      rng(seed_),
       detokenizer(tokenizer, token_ids),
       stop_checker(sampling.stop) {}
 
@@ -27,7 +31,7 @@ loom_request_view RequestState::view() const {
   v.max_total_tokens = max_total_tokens;
   v.priority = priority;
   v.arrival_time_us = arrival_time_us;
-  v.cache_salt = 0;
+  v.cache_salt = cache_salt;
   return v;
 }
 

@@ -15,8 +15,9 @@
 namespace loom {
 
 struct RequestState {
+  // Choice `index` of the request submitted as `group`; its generator is seeded with `seed`.
   RequestState(uint64_t id, GenerateRequest request, const Tokenizer& tokenizer, int64_t now_us,
-               uint64_t seed);
+               uint64_t seed, uint64_t group, int32_t index);
 
   // The scheduler's view of this request (points into token_ids; valid until tokens change).
   loom_request_view view() const;
@@ -32,6 +33,13 @@ struct RequestState {
   int32_t priority;
   int64_t arrival_time_us;
   OutputSink sink;
+  uint64_t group;        // the id submit() returned: abort() cancels every choice under it
+  int32_t index;         // the choice, 0..n-1
+  uint64_t seed;         // choice i of a request seeded s uses s + i
+  uint64_t cache_salt;
+  // Choices index+1 .. index+num_unforked are still to be forked from this one when its prompt
+  // is computed (at its first sample); they share its prompt's KV blocks.
+  int32_t num_unforked = 0;
   std::mt19937_64 rng;
   IncrementalDetokenizer detokenizer;
   StopChecker stop_checker;

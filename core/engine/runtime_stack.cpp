@@ -1,6 +1,7 @@
 #include "core/engine/runtime_stack.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 #include "core/common/error.hpp"
@@ -74,6 +75,12 @@ RuntimeStack::RuntimeStack(const Config& config)
   shape.head_dim = hparams.head_dim;
   shape.dtype = kv_dtype;
   kv_pool_ = std::make_unique<KvPool>(shape);
+  {
+    // Reading fork/take_block_copies past a 1.0 plugin's shorter vtable would be out of bounds.
+    const auto& vt = cache_->vtable<loom_cache_vtable>();
+    can_fork_ = vt.struct_size >= offsetof(loom_cache_vtable, take_block_copies) + sizeof(vt.take_block_copies) &&
+                vt.fork != nullptr && vt.take_block_copies != nullptr;
+  }
 
   loom_attention_create_args attn_args{};
   attn_args.struct_size = sizeof(attn_args);
@@ -104,12 +111,12 @@ RuntimeStack::RuntimeStack(const Config& config)
   scheduler_ = host_->create(spec_of(LOOM_KIND_SCHEDULER, config.scheduler), &sched_args);
 
   if (config.cache_offload) {
-    LOOM_LOG_WARN("[cache_offload] plugin '{}' is loaded, but no scheduler in this build swaps blocks yet",
-                  config.cache_offload->plugin);
     loom_cache_offload_create_args offload_args{};
     offload_args.struct_size = sizeof(offload_args);
     offload_args.copy = make_kv_copy_ops(*kv_pool_);
     cache_offload_ = host_->create(spec_of(LOOM_KIND_CACHE_OFFLOAD, *config.cache_offload), &offload_args);
+    swapper_ = std::make_unique<KvSwapper>(*cache_offload_, offload_args.copy.bytes_per_block);
+    block_size_ = layout.block_size;
   }
   if (config.semantic_cache) {
     semantic_cache_ = host_->create(spec_of(LOOM_KIND_SEMANTIC_CACHE, *config.semantic_cache), nullptr);
@@ -212,6 +219,7 @@ void RuntimeStack::execute(std::span<const StepSequence> seqs, std::vector<float
     seq.start_pos = req.num_computed_tokens;
     seq.block_table = std::span<const int32_t>(blocks.ids, static_cast<size_t>(blocks.count));
     seq.need_logits = req.num_computed_tokens + s.num_new_tokens == req.num_tokens();
+    if (swapper_) last_tables_[req.id].assign(blocks.ids, blocks.ids + blocks.count);
     seq_buf_.push_back(seq);
     // The block table view is valid only until the cache's next mutating call; none happens
     // before the batch is built, and the builder copies it.
@@ -233,9 +241,48 @@ void RuntimeStack::cache_commit(const loom_request_view& view) {
   if (cache_->has(&loom_cache_vtable::commit)) cache_->call("commit", &loom_cache_vtable::commit, &view);
 }
 
+bool RuntimeStack::fork(const loom_request_view& parent, uint64_t child_id) {
+  std::string message;
+  const loom_status status = cache_->try_call(&message, &loom_cache_vtable::fork, &parent, child_id);
+  if (status == LOOM_OK) return true;
+  if (status == LOOM_ERR_OUT_OF_MEMORY) return false;
+  throw Error("plugin cache '" + std::string(cache_->name()) + "': fork: " + message, status);
+}
+
+void RuntimeStack::apply_block_copies() {
+  if (!can_fork_) return;
+  loom_block_copy_list copies{};
+  cache_->call("take_block_copies", &loom_cache_vtable::take_block_copies, &copies);
+  for (int32_t i = 0; i < copies.count; ++i) kv_pool_->copy_block(copies.items[i].src, copies.items[i].dst);
+}
+
 void RuntimeStack::release(uint64_t request_id) {
   cache_->call("free", &loom_cache_vtable::free, request_id);
   scheduler_->call("remove_request", &loom_scheduler_vtable::remove_request, request_id);
+  if (swapper_) {
+    swapper_->forget(request_id);
+    last_tables_.erase(request_id);
+  }
+}
+
+int32_t RuntimeStack::swap_out(uint64_t request_id, int32_t num_computed_tokens) {
+  if (!swapper_) return 0;
+  const auto it = last_tables_.find(request_id);
+  if (it == last_tables_.end()) return 0;
+  const int32_t saved = swapper_->swap_out(request_id, it->second, num_computed_tokens, block_size_);
+  last_tables_.erase(it);  // those blocks belong to the pool again
+  return saved;
+}
+
+int32_t RuntimeStack::swap_in(const RequestState& req, int32_t num_new_tokens) {
+  if (!swapper_ || !swapper_->has_swapped(req.id)) return 0;
+  loom_block_list blocks{};
+  cache_->call("block_table", &loom_cache_vtable::block_table, req.id, &blocks);
+  // Remembered as execute() does: a chunk restored whole is not executed this step.
+  std::vector<int32_t>& table = last_tables_[req.id];
+  table.assign(blocks.ids, blocks.ids + blocks.count);
+  return restore_swapped(*swapper_, SwapInStep{req.id, req.num_computed_tokens, num_new_tokens, req.num_tokens(), table},
+                         block_size_);
 }
 
 RuntimeUsage RuntimeStack::usage() const {
@@ -256,6 +303,10 @@ RuntimeUsage RuntimeStack::usage() const {
   u.kv_cached_blocks = cache.cached_blocks;
   u.prefix_hit_tokens = cache.prefix_hit_tokens;
   u.prefix_query_tokens = cache.prefix_query_tokens;
+  u.prefix_miss_partial_block_tokens = cache.prefix_miss_partial_block_tokens;
+  u.prefix_miss_no_match_tokens = cache.prefix_miss_no_match_tokens;
+  u.prefix_miss_evicted_tokens = cache.prefix_miss_evicted_tokens;
+  u.prefix_miss_salt_mismatch_tokens = cache.prefix_miss_salt_mismatch_tokens;
   return u;
 }
 

@@ -11,10 +11,12 @@
 #include <random>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/common/thread_pool.hpp"
 #include "core/config/config.hpp"
+#include "core/engine/kv_swap.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kv_pool.hpp"
@@ -51,6 +53,11 @@ struct RuntimeUsage {
   int32_t kv_cached_blocks = 0;
   int64_t prefix_hit_tokens = 0;    // cumulative, as the cache plugin counts them
   int64_t prefix_query_tokens = 0;
+  // Cache 1.1: looked-up tokens that missed, by reason (a 1.0 plugin leaves them 0).
+  int64_t prefix_miss_partial_block_tokens = 0;
+  int64_t prefix_miss_no_match_tokens = 0;
+  int64_t prefix_miss_evicted_tokens = 0;
+  int64_t prefix_miss_salt_mismatch_tokens = 0;
 };
 
 class RuntimeStack {
@@ -70,8 +77,23 @@ class RuntimeStack {
   void execute(std::span<const StepSequence> seqs, std::vector<float>& logits);
   int32_t sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
   void cache_commit(const loom_request_view& view);
+  // Whether the cache plugin shares a sequence's blocks with a new one (interface 1.1 fork and
+  // take_block_copies, checked against its vtable's struct_size); 1.0 plugins cannot.
+  bool can_fork() const { return can_fork_; }
+  // Makes child_id hold the parent's computed tokens' blocks. False (state unchanged) when the
+  // pool has no room for it; throws on any other refusal. Only when can_fork().
+  bool fork(const loom_request_view& parent, uint64_t child_id);
+  // Performs the copy-on-write block copies the cache queued; call before every forward pass.
+  void apply_block_copies();
   // Frees a finished/aborted request's blocks and removes it from the scheduler.
   void release(uint64_t request_id);
+  // Preemption by swap (only with a [cache_offload] table, else both return 0). swap_out saves a
+  // just-preempted request's first num_computed_tokens tokens from the blocks it held at its last
+  // execute(); call it before execute() reuses them. swap_in restores, for a scheduled request
+  // whose num_computed_tokens already includes the step's cached prefix, what it can of the
+  // step's chunk; the caller advances num_computed_tokens by the result and computes the rest.
+  int32_t swap_out(uint64_t request_id, int32_t num_computed_tokens);
+  int32_t swap_in(const RequestState& req, int32_t num_new_tokens);
   RuntimeUsage usage() const;
 
   GgufFile model_file;
@@ -89,11 +111,15 @@ class RuntimeStack {
   std::unique_ptr<ModelExecutor> executor_;
   std::unique_ptr<LoadedPlugin> scheduler_;
   std::unique_ptr<LoadedPlugin> cache_offload_;
+  std::unique_ptr<KvSwapper> swapper_;  // over cache_offload_: destroyed before it
+  std::unordered_map<uint64_t, std::vector<int32_t>> last_tables_;  // id -> blocks at its last execute()
+  int32_t block_size_ = 0;
   std::unique_ptr<LoadedPlugin> semantic_cache_;
   std::unique_ptr<BatchBuilder> batch_builder_;
   BuiltBatch batch_;
   Sampler sampler_;
   int32_t max_fit_tokens_ = 0;
+  bool can_fork_ = false;
   // Scratch for schedule().
   std::vector<loom_scheduled_request> sched_buf_;
   std::vector<uint64_t> preempt_buf_;

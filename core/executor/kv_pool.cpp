@@ -69,4 +69,22 @@ KvPool::KvPool(const KvPoolShape& shape) : shape_(shape) {
   }
 }
 
+void KvPool::copy_block(int32_t src, int32_t dst) {
+  for (int32_t id : {src, dst}) {
+    if (id < 0 || id >= shape_.num_blocks)
+      throw Error("kv pool: block id " + std::to_string(id) + " is outside the pool [0, " +
+                  std::to_string(shape_.num_blocks) + ")");
+  }
+  if (src == dst) return;
+  // One block of one layer's K (or V): [block_size, n_kv_heads, head_dim].
+  const size_t bytes = static_cast<size_t>(static_cast<int64_t>(shape_.block_size) * shape_.n_kv_heads *
+                                           shape_.head_dim * element_size(shape_.dtype));
+  for (int32_t l = 0; l < shape_.n_layers; ++l) {
+    for (loom_tensor_view* view : {&k_views_[static_cast<size_t>(l)], &v_views_[static_cast<size_t>(l)]}) {
+      char* base = static_cast<char*>(view->data);
+      std::memcpy(base + bytes * static_cast<size_t>(dst), base + bytes * static_cast<size_t>(src), bytes);
+    }
+  }
+}
+
 }  // namespace loom

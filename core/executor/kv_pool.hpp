@@ -31,6 +31,10 @@ class KvPool {
   loom_tensor_view& k(int32_t layer) { return k_views_.at(static_cast<size_t>(layer)); }
   loom_tensor_view& v(int32_t layer) { return v_views_.at(static_cast<size_t>(layer)); }
 
+  // Copies block src's K and V to block dst in every layer (copy-on-write of a shared block).
+  // Throws loom::Error naming an id outside [0, num_blocks). src == dst is a no-op.
+  void copy_block(int32_t src, int32_t dst);
+
   // Bytes of K and V of one token over all layers (what the cache plugin sizes blocks with).
   static int64_t bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, loom_dtype dtype);
   int64_t total_bytes() const { return bytes_; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -96,6 +97,52 @@ int32_t Sampler::sample(std::span<const float> logits, const SamplerSettings& se
   for (size_t i = kept; i-- > 0;)
     if (cand_[i].p > 0.0) return cand_[i].id;
   return cand_[0].id;
+}
+
+void Sampler::logprobs(std::span<const float> logits, int32_t token, int32_t top_n, RowLogprobs& out) {
+  const int32_t n = static_cast<int32_t>(logits.size());
+  if (n == 0) throw Error("sampler: empty logits row");
+  if (token < 0 || token >= n)
+    throw Error("sampler: token " + std::to_string(token) + " is outside the logits row [0, " +
+                std::to_string(n) + ")");
+  const float max_logit = logits[static_cast<size_t>(argmax(logits))];
+  if (std::isnan(max_logit) || !std::isfinite(max_logit))
+    throw Error("sampler: the logits row has no finite maximum");
+  double sum = 0.0;
+  for (float l : logits) {
+    if (!std::isnan(l)) sum += std::exp(static_cast<double>(l) - max_logit);
+  }
+  const double log_z = max_logit + std::log(sum);
+  auto logprob_of = [&](int32_t id) {
+    const float l = logits[static_cast<size_t>(id)];
+    return std::isnan(l) ? -std::numeric_limits<float>::infinity()
+                         : static_cast<float>(static_cast<double>(l) - log_z);
+  };
+  out.sampled = TokenLogprob{token, logprob_of(token)};
+  out.top.clear();
+  const size_t k = static_cast<size_t>(std::clamp(top_n, 0, n));
+  if (k == 0) return;
+  // A min-heap of the k best so far, by (logit, then lower id better): the root is the worst.
+  auto better = [&](int32_t a, int32_t b) {
+    const float la = logits[static_cast<size_t>(a)], lb = logits[static_cast<size_t>(b)];
+    const bool na = std::isnan(la), nb = std::isnan(lb);
+    if (na != nb) return nb;
+    return (!na && la != lb) ? la > lb : a < b;
+  };
+  std::vector<int32_t> heap;
+  heap.reserve(k);
+  for (int32_t id = 0; id < n; ++id) {
+    if (heap.size() < k) {
+      heap.push_back(id);
+      std::push_heap(heap.begin(), heap.end(), better);
+    } else if (better(id, heap.front())) {
+      std::pop_heap(heap.begin(), heap.end(), better);
+      heap.back() = id;
+      std::push_heap(heap.begin(), heap.end(), better);
+    }
+  }
+  std::sort_heap(heap.begin(), heap.end(), better);
+  for (int32_t id : heap) out.top.push_back(TokenLogprob{id, logprob_of(id)});
 }
 
 int32_t sample_token(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng) {

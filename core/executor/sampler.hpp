@@ -15,6 +15,19 @@ struct SamplerSettings {
   float min_p = 0.0f;        // keep tokens with p >= min_p * p_max; 0 = off
 };
 
+// One token's log-probability under the model's distribution.
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+// Log-probabilities of one row: log_softmax of the raw logits (before temperature and the
+// filters, as vLLM reports them by default).
+struct RowLogprobs {
+  TokenLogprob sampled;           // the token that was chosen
+  std::vector<TokenLogprob> top;  // the top_n most likely, best first (lower id on ties)
+};
+
 // Samples with reusable scratch (one per engine thread): no allocation once warmed up.
 // Order: softmax(logits / T) -> top-k -> top-p (on the mass left after top-k) -> min-p ->
 // renormalise -> draw u in [0, 1) from the top 53 bits of one rng() output. Deterministic for a
@@ -24,6 +37,12 @@ struct SamplerSettings {
 class Sampler {
  public:
   int32_t sample(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng);
+
+  // log_softmax of `logits` at `token` and the top_n most likely tokens (top_n >= 0, at most the
+  // vocabulary): one pass for the maximum, one for the sum of exponentials, and a bounded heap
+  // of top_n entries. NaN logits count as impossible (-inf). Throws on an empty or all-NaN row
+  // or a token outside it.
+  static void logprobs(std::span<const float> logits, int32_t token, int32_t top_n, RowLogprobs& out);
 
   // The index of the largest logit, lowest on ties; NaNs are never chosen unless all are NaN.
   static int32_t argmax(std::span<const float> logits);

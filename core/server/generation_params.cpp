@@ -22,7 +22,29 @@ void read_stream_options(const Json& body, GenerationParams& out) {
       read_bool(*it, "include_usage", "stream_options.include_usage").value_or(false);
 }
 
+void read_logprobs(const Json& body, bool chat, SamplingParams& s) {
+  if (!chat) {
+    if (auto v = read_int(body, "logprobs", "logprobs", 0, kMaxLogprobs)) s.logprobs = static_cast<int32_t>(*v);
+    return;
+  }
+  const bool on = read_bool(body, "logprobs", "logprobs").value_or(false);
+  const auto top = read_int(body, "top_logprobs", "top_logprobs", 0, kMaxLogprobs);
+  if (top && !on) {
+    throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
+  }
+  if (on) s.logprobs = static_cast<int32_t>(top.value_or(0));
+}
+
 }  // namespace
+
+uint64_t hash_cache_salt(const std::string& salt) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : salt) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h == 0 ? 1 : h;
+}
 
 GenerationParams parse_generation_params(const Json& body, bool chat) {
   GenerationParams out;
@@ -60,9 +82,11 @@ GenerationParams parse_generation_params(const Json& body, bool chat) {
     }
     s.stop = std::move(*v);
   }
-  if (auto n = read_int(body, "n", "n", kInt64Min, kInt64Max); n && *n != 1) {
-    throw bad_field("n", "'n' must be 1 (several choices per request are not supported), got " +
-                             std::to_string(*n));
+  if (auto n = read_int(body, "n", "n", 1, kMaxChoices)) out.n = static_cast<int32_t>(*n);
+  read_logprobs(body, chat, s);
+  if (auto salt = read_string(body, "cache_salt", "cache_salt")) {
+    if (salt->empty()) throw bad_field("cache_salt", "'cache_salt' must not be an empty string");
+    out.cache_salt = hash_cache_salt(*salt);
   }
   s.ignore_eos = read_bool(body, "ignore_eos", "ignore_eos").value_or(false);
   out.stream = read_bool(body, "stream", "stream").value_or(false);

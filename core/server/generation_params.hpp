@@ -18,12 +18,19 @@ struct GenerationParams {
   std::optional<int32_t> max_tokens;  // unset: the route picks the default
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  int32_t n = 1;               // choices
+  uint64_t cache_salt = 0;     // hash of `cache_salt`; 0 = none
 };
+
+// A nonzero 64-bit hash (FNV-1a) of a cache_salt string.
+uint64_t hash_cache_salt(const std::string& salt);
 
 // Reads model, max_tokens (chat: max_completion_tokens wins over it), temperature [0, 2],
 // top_p (0, 1], top_k (-1 or 0 = off, else >= 1), min_p [0, 1], seed (any 64-bit integer),
-// stop (a string or up to kMaxStopStrings non-empty strings), n (only 1), ignore_eos, stream,
-// stream_options. Throws a 400 ApiError naming the field. Other fields are ignored, as vLLM does.
+// stop (a string or up to kMaxStopStrings non-empty strings), n [1, kMaxChoices], ignore_eos,
+// stream, stream_options, cache_salt (a non-empty string), and logprobs: completions take
+// `logprobs` as an integer [0, 20]; chat takes `logprobs` (bool) and `top_logprobs` [0, 20],
+// which needs logprobs = true. Throws a 400 ApiError naming the field. Other fields are ignored, as vLLM does.
 GenerationParams parse_generation_params(const Json& body, bool chat);
 
 }  // namespace loom

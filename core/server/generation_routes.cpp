@@ -22,9 +22,12 @@ void submit(const ApiContext& api, const std::shared_ptr<HttpExchange>& exchange
   request.sampling = params.sampling;
   request.sampling.max_tokens = resolve_max_tokens(prompt.size(), params.max_tokens,
                                                    info.max_model_len, fallback, prompt_param);
+  request.n = params.n;
+  request.cache_salt = params.cache_salt;
   StreamSettings settings{make_response_meta(kind, info.name), params.stream,
                           params.stream && params.include_usage,
-                          static_cast<int32_t>(prompt.size())};
+                          static_cast<int32_t>(prompt.size()), params.n,
+                          params.sampling.logprobs.has_value()};
   request.prompt = std::move(prompt);
   GenerationStream::start(exchange, api.engine, std::move(settings), std::move(request));
 }

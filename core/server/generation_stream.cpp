@@ -1,5 +1,6 @@
 #include "core/server/generation_stream.hpp"
 
+#include "core/server/logprobs_json.hpp"
 #include "core/server/sse_event.hpp"
 
 namespace loom {
@@ -19,9 +20,10 @@ ApiError failure(const GenerationOutput& out) {
 }  // namespace
 
 GenerationStream::GenerationStream(StreamSettings settings, EngineInterface& engine)
-    : settings_(std::move(settings)), engine_(engine) {
-  usage_.prompt_tokens = settings_.prompt_tokens;
-}
+    : settings_(std::move(settings)),
+      engine_(engine),
+      prompt_tokens_(settings_.prompt_tokens),
+      choices_(static_cast<size_t>(std::max(1, settings_.n))) {}
 
 void GenerationStream::start(const std::shared_ptr<HttpExchange>& exchange, EngineInterface& engine,
                              StreamSettings settings, GenerateRequest request) {
@@ -41,53 +43,101 @@ void GenerationStream::start(const std::shared_ptr<HttpExchange>& exchange, Engi
   });
   if (self->settings_.stream) {
     exchange->begin_stream(200, kSseContentType);
-    // Chat streams open with the assistant role, as OpenAI's do, before any token.
+    // Chat streams open each choice with the assistant role, as OpenAI's do, before any token.
     if (self->settings_.meta.kind == ApiKind::kChat) {
-      self->write_chunk(*exchange, "", std::nullopt, /*role_delta=*/true);
+      for (int32_t i = 0; i < static_cast<int32_t>(self->choices_.size()); ++i) {
+        ChunkChoice opening;
+        opening.index = i;
+        opening.role_delta = true;
+        self->write_chunk(*exchange, opening);
+      }
     }
   }
+}
+
+Usage GenerationStream::usage() const {
+  Usage u;
+  u.prompt_tokens = prompt_tokens_;
+  for (const Choice& c : choices_) u.completion_tokens += c.completion_tokens;
+  return u;
+}
+
+Json GenerationStream::logprobs_json(Choice& choice, std::span<const int32_t> tokens,
+                                     std::span<const RowLogprobs> records) {
+  if (!settings_.logprobs) return Json(nullptr);
+  const Tokenizer& tokenizer = engine_.tokenizer();
+  return settings_.meta.kind == ApiKind::kChat
+             ? chat_logprobs_json(tokenizer, tokens, records)
+             : completion_logprobs_json(tokenizer, tokens, records, choice.text_offset);
 }
 
 void GenerationStream::on_output(GenerationOutput&& out) {
   auto exchange = exchange_.lock();
   if (!exchange || exchange->client_gone() || finished_) return;
-  finished_ = out.finish.has_value();
-  usage_.completion_tokens = out.completion_tokens;
-  if (out.prompt_tokens > 0) usage_.prompt_tokens = out.prompt_tokens;
+  if (out.index < 0 || out.index >= static_cast<int32_t>(choices_.size())) return;
+  Choice& choice = choices_[static_cast<size_t>(out.index)];
+  if (choice.finish) return;
+  choice.completion_tokens = out.completion_tokens;
+  if (out.prompt_tokens > 0) prompt_tokens_ = out.prompt_tokens;
+  if (out.finish && failed(*out.finish)) return fail(*exchange, out);
+  if (out.finish) {
+    choice.finish = out.finish;
+    ++num_finished_;
+  }
   if (settings_.stream) return on_stream_output(*exchange, out);
 
-  text_ += out.text;
-  if (!out.finish) return;
-  if (failed(*out.finish)) {
-    const ApiError error = failure(out);
-    return exchange->reply(HttpReply{error.status, "application/json", error_json(error), {}});
+  choice.text += out.text;
+  if (settings_.logprobs) {
+    choice.tokens.insert(choice.tokens.end(), out.token_ids.begin(), out.token_ids.end());
+    choice.logprobs.insert(choice.logprobs.end(), out.logprobs.begin(), out.logprobs.end());
   }
-  exchange->reply(HttpReply{200,
-                            "application/json",
-                            completion_response_json(settings_.meta, text_, *out.finish, usage_),
-                            {}});
+  if (num_finished_ < static_cast<int32_t>(choices_.size())) return;
+  finished_ = true;
+  std::vector<ChoiceResult> results;
+  for (size_t i = 0; i < choices_.size(); ++i) {
+    Choice& c = choices_[i];
+    results.push_back(ChoiceResult{static_cast<int32_t>(i), std::move(c.text), *c.finish,
+                                   logprobs_json(c, c.tokens, c.logprobs)});
+  }
+  exchange->reply(
+      HttpReply{200, "application/json", completion_response_json(settings_.meta, results, usage()), {}});
 }
 
-void GenerationStream::on_stream_output(HttpExchange& exchange, const GenerationOutput& out) {
-  const bool is_failure = out.finish && failed(*out.finish);
-  // Empty deltas are not sent; the last chunk carries finish_reason even when empty.
-  if (!out.text.empty() || (out.finish && !is_failure)) {
-    write_chunk(exchange, out.text, is_failure ? std::nullopt : out.finish, false);
+void GenerationStream::fail(HttpExchange& exchange, const GenerationOutput& out) {
+  finished_ = true;
+  // One choice failing fails the response: the others need not run on.
+  if (choices_.size() > 1) engine_.abort(request_id_);
+  const ApiError error = failure(out);
+  if (!settings_.stream) {
+    return exchange.reply(HttpReply{error.status, "application/json", error_json(error), {}});
   }
-  if (!out.finish) return;
-  if (is_failure) {
-    exchange.write(sse_event(error_json(failure(out))));
-  } else if (settings_.include_usage) {
-    exchange.write(sse_event(usage_chunk_json(settings_.meta, usage_)));
-  }
+  exchange.write(sse_event(error_json(error)));
   exchange.write(std::string(kSseDone));
   exchange.end_stream();
 }
 
-void GenerationStream::write_chunk(HttpExchange& exchange, const std::string& text,
-                                   std::optional<FinishReason> finish, bool role_delta) {
-  exchange.write(sse_event(
-      stream_chunk_json(settings_.meta, text, finish, role_delta, settings_.include_usage)));
+void GenerationStream::on_stream_output(HttpExchange& exchange, const GenerationOutput& out) {
+  Choice& choice = choices_[static_cast<size_t>(out.index)];
+  ChunkChoice chunk;
+  chunk.index = out.index;
+  chunk.finish = out.finish;
+  const bool has_logprobs = settings_.logprobs && !out.logprobs.empty();
+  // Empty deltas are not sent (unless they carry logprobs); the last chunk of a choice carries
+  // its finish_reason even when empty.
+  if (!out.text.empty() || out.finish || has_logprobs) {
+    chunk.text = out.text;
+    if (has_logprobs) chunk.logprobs = logprobs_json(choice, out.token_ids, out.logprobs);
+    write_chunk(exchange, chunk);
+  }
+  if (num_finished_ < static_cast<int32_t>(choices_.size())) return;
+  finished_ = true;
+  if (settings_.include_usage) exchange.write(sse_event(usage_chunk_json(settings_.meta, usage())));
+  exchange.write(std::string(kSseDone));
+  exchange.end_stream();
+}
+
+void GenerationStream::write_chunk(HttpExchange& exchange, const ChunkChoice& chunk) {
+  exchange.write(sse_event(stream_chunk_json(settings_.meta, chunk, settings_.include_usage)));
 }
 
 }  // namespace loom

@@ -103,6 +103,13 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name) 
         "Prefix cache queries, in terms of number of queried tokens.", num(s.prefix_cache_queries));
   w.add("loom:prefix_cache_hits_total", "counter",
         "Prefix cache hits, in terms of number of cached tokens.", num(s.prefix_cache_hits));
+  w.add_labeled("loom:prefix_cache_misses_total", "counter",
+                "Prefix cache misses, in terms of number of queried tokens not found, by reason.",
+                "reason",
+                {{"no_match", num(s.prefix_cache_miss_no_match)},
+                 {"partial_block", num(s.prefix_cache_miss_partial_block)},
+                 {"evicted", num(s.prefix_cache_miss_evicted)},
+                 {"salt_mismatch", num(s.prefix_cache_miss_salt_mismatch)}});
   w.add("loom:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
         num(s.prompt_tokens_total));
   w.add("loom:generation_tokens_total", "counter", "Number of generation tokens processed.",

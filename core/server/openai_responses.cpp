@@ -57,32 +57,34 @@ const char* openai_finish_reason(FinishReason reason) {
   return reason == FinishReason::kLength ? "length" : "stop";
 }
 
-std::string completion_response_json(const ResponseMeta& meta, const std::string& text,
-                                     FinishReason finish, Usage usage) {
+std::string completion_response_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                                     Usage usage) {
   Json out = envelope(meta, /*chunk=*/false);
-  Json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_value(finish)}};
-  if (meta.kind == ApiKind::kChat) {
-    choice["message"] = Json{{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  Json list = Json::array();
+  for (const ChoiceResult& c : choices) {
+    Json choice{{"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", finish_value(c.finish)}};
+    if (meta.kind == ApiKind::kChat) {
+      choice["message"] = Json{{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    list.push_back(std::move(choice));
   }
-  out["choices"] = Json::array({std::move(choice)});
+  out["choices"] = std::move(list);
   out["usage"] = usage_object(usage);
   return dump_json(out);
 }
 
-std::string stream_chunk_json(const ResponseMeta& meta, const std::string& text,
-                              std::optional<FinishReason> finish, bool role_delta,
-                              bool usage_null) {
+std::string stream_chunk_json(const ResponseMeta& meta, const ChunkChoice& c, bool usage_null) {
   Json out = envelope(meta, /*chunk=*/true);
-  Json choice{{"index", 0}, {"logprobs", nullptr}, {"finish_reason", finish_value(finish)}};
+  Json choice{{"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", finish_value(c.finish)}};
   if (meta.kind == ApiKind::kChat) {
     Json delta = Json::object();
-    if (role_delta) delta["role"] = "assistant";
-    if (!text.empty()) delta["content"] = text;
+    if (c.role_delta) delta["role"] = "assistant";
+    if (!c.text.empty()) delta["content"] = c.text;
     choice["delta"] = std::move(delta);
   } else {
-    choice["text"] = text;
+    choice["text"] = c.text;
   }
   out["choices"] = Json::array({std::move(choice)});
   if (usage_null) out["usage"] = nullptr;

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/engine/engine_api.hpp"
 #include "core/server/api_error.hpp"
+#include "core/server/json_fields.hpp"
 
 namespace loom {
 
@@ -32,15 +34,31 @@ ResponseMeta make_response_meta(ApiKind kind, std::string model);
 // "stop" or "length"; abort and error never reach a client as a finish reason.
 const char* openai_finish_reason(FinishReason reason);
 
-// The whole non-streaming response.
-std::string completion_response_json(const ResponseMeta& meta, const std::string& text,
-                                     FinishReason finish, Usage usage);
+// One finished choice of a non-streaming response.
+struct ChoiceResult {
+  int32_t index = 0;
+  std::string text;
+  FinishReason finish = FinishReason::kStop;
+  Json logprobs;  // null when not asked for
+};
 
-// One streaming chunk. Chat: `role_delta` makes the opening delta {"role": "assistant"};
-// otherwise the delta is {"content": text}, or {} when text is empty. `usage_null` adds
-// "usage": null, as OpenAI does on every chunk but the last when usage is asked for.
-std::string stream_chunk_json(const ResponseMeta& meta, const std::string& text,
-                              std::optional<FinishReason> finish, bool role_delta, bool usage_null);
+// The whole non-streaming response, choices in the order given.
+std::string completion_response_json(const ResponseMeta& meta, const std::vector<ChoiceResult>& choices,
+                                     Usage usage);
+
+// What one streaming chunk carries for one choice. Chat: `role_delta` makes the opening delta
+// {"role": "assistant"}; otherwise the delta is {"content": text}, or {} when text is empty.
+struct ChunkChoice {
+  int32_t index = 0;
+  std::string text;
+  std::optional<FinishReason> finish;
+  bool role_delta = false;
+  Json logprobs;  // of the tokens this chunk carries; null when not asked for
+};
+
+// One streaming chunk. `usage_null` adds "usage": null, as OpenAI does on every chunk but the
+// last when usage is asked for.
+std::string stream_chunk_json(const ResponseMeta& meta, const ChunkChoice& choice, bool usage_null);
 
 // The closing chunk when stream_options.include_usage: no choices, just usage.
 std::string usage_chunk_json(const ResponseMeta& meta, Usage usage);

@@ -41,6 +41,10 @@ EngineStats fixed_stats() {
   s.generation_tokens_total = 40;
   s.prefix_cache_queries = 64;
   s.prefix_cache_hits = 48;
+  s.prefix_cache_miss_no_match = 9;
+  s.prefix_cache_miss_partial_block = 3;
+  s.prefix_cache_miss_evicted = 2;
+  s.prefix_cache_miss_salt_mismatch = 2;
   s.time_to_first_token = small_histogram();
   return s;
 }
@@ -86,6 +90,13 @@ TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
       "# HELP loom:prefix_cache_hits_total Prefix cache hits, in terms of number of cached tokens.\n"
       "# TYPE loom:prefix_cache_hits_total counter\n"
       "loom:prefix_cache_hits_total{model_name=\"m\"} 48\n"
+      "# HELP loom:prefix_cache_misses_total Prefix cache misses, in terms of number of queried "
+      "tokens not found, by reason.\n"
+      "# TYPE loom:prefix_cache_misses_total counter\n"
+      "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"no_match\"} 9\n"
+      "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"partial_block\"} 3\n"
+      "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"evicted\"} 2\n"
+      "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"salt_mismatch\"} 2\n"
       "# HELP loom:prompt_tokens_total Number of prefill tokens processed.\n"
       "# TYPE loom:prompt_tokens_total counter\n"
       "loom:prompt_tokens_total{model_name=\"m\"} 100\n"

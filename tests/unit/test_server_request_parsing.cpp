@@ -2,6 +2,9 @@
 // field (as the OpenAI error's param and in the message).
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 #include "core/server/api_error.hpp"
 #include "core/server/chat_request.hpp"
 #include "core/server/completion_request.hpp"
@@ -43,6 +46,28 @@ TEST(ServerRequestParsing, CompletionAllFields) {
   EXPECT_TRUE(r.params.stream);
   EXPECT_TRUE(r.params.include_usage);
   EXPECT_TRUE(r.params.sampling.ignore_eos);
+}
+
+TEST(ServerRequestParsing, ChoicesLogprobsAndCacheSalt) {
+  const CompletionRequest plain = parse_completion_request(R"({"prompt": "a"})");
+  EXPECT_EQ(plain.params.n, 1);
+  EXPECT_FALSE(plain.params.sampling.logprobs.has_value());
+  EXPECT_EQ(plain.params.cache_salt, 0u);
+
+  const CompletionRequest c =
+      parse_completion_request(R"({"prompt": "a", "n": 4, "logprobs": 0, "cache_salt": "tenant-a"})");
+  EXPECT_EQ(c.params.n, 4);
+  EXPECT_EQ(*c.params.sampling.logprobs, 0);
+  EXPECT_EQ(c.params.cache_salt, hash_cache_salt("tenant-a"));
+  EXPECT_NE(c.params.cache_salt, 0u);
+  EXPECT_NE(hash_cache_salt("tenant-a"), hash_cache_salt("tenant-b"));
+
+  const std::string user = R"("messages": [{"role": "user", "content": "x"}])";
+  EXPECT_FALSE(parse_chat_request("{" + user + R"(, "logprobs": false})").params.sampling.logprobs);
+  EXPECT_EQ(*parse_chat_request("{" + user + R"(, "logprobs": true})").params.sampling.logprobs, 0);
+  EXPECT_EQ(*parse_chat_request("{" + user + R"(, "logprobs": true, "top_logprobs": 5})")
+                 .params.sampling.logprobs,
+            5);
 }
 
 TEST(ServerRequestParsing, PromptForms) {
@@ -112,7 +137,13 @@ TEST(ServerRequestParsing, CompletionRejections) {
       {R"({"prompt": "a", "stop": ["1","2","3","4","5","6","7","8","9","10","11","12","13","14",
            "15","16","17"]})",
        "stop", "has 17 entries; at most 16"},
-      {R"({"prompt": "a", "n": 2})", "n", "'n' must be 1"},
+      {R"({"prompt": "a", "n": 0})", "n", "'n' must be in [1, 128], got 0"},
+      {R"({"prompt": "a", "n": 129})", "n", "'n' must be in [1, 128], got 129"},
+      {R"({"prompt": "a", "logprobs": -1})", "logprobs", "'logprobs' must be in [0, 20], got -1"},
+      {R"({"prompt": "a", "logprobs": 21})", "logprobs", "'logprobs' must be in [0, 20], got 21"},
+      {R"({"prompt": "a", "logprobs": true})", "logprobs", "got a boolean"},
+      {R"({"prompt": "a", "cache_salt": ""})", "cache_salt", "must not be an empty string"},
+      {R"({"prompt": "a", "cache_salt": 5})", "cache_salt", "'cache_salt' must be a string"},
       {R"({"prompt": "a", "stream": "yes"})", "stream", "'stream' must be a boolean"},
       {R"({"prompt": "a", "stream_options": 1})", "stream_options", "must be an object"},
       {R"({"prompt": "a", "stream_options": {"include_usage": 1}})", "stream_options.include_usage",
@@ -157,6 +188,19 @@ TEST(ServerRequestParsing, ChatRejections) {
        "messages[0].content[0].text", "is required"},
       {R"({"messages": [{"role": "user", "content": "x"}], "max_completion_tokens": 0})",
        "max_completion_tokens", "must be in [1"},
+  };
+  for (const BadCase& c : cases) expect_rejected(c, /*chat=*/true);
+}
+
+TEST(ServerRequestParsing, ChatLogprobsRejections) {
+  const std::string user = R"({"messages": [{"role": "user", "content": "x"}], )";
+  const std::string bodies[] = {user + R"("logprobs": 3})",
+                                user + R"("logprobs": true, "top_logprobs": 21})",
+                                user + R"("logprobs": false, "top_logprobs": 1})"};
+  const std::vector<BadCase> cases = {
+      {bodies[0].c_str(), "logprobs", "'logprobs' must be a boolean"},
+      {bodies[1].c_str(), "top_logprobs", "'top_logprobs' must be in [0, 20], got 21"},
+      {bodies[2].c_str(), "top_logprobs", "needs 'logprobs' set to true"},
   };
   for (const BadCase& c : cases) expect_rejected(c, /*chat=*/true);
 }

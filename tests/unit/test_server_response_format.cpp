@@ -28,8 +28,9 @@ TEST(ServerResponseFormat, MetaIdsAreFreshAndPrefixed) {
 }
 
 TEST(ServerResponseFormat, Completion) {
-  const json j = json::parse(completion_response_json(meta(ApiKind::kCompletion), "hi",
-                                                      FinishReason::kLength, Usage{3, 2}));
+  const json j = json::parse(completion_response_json(meta(ApiKind::kCompletion),
+                                                      {{0, "hi", FinishReason::kLength, nullptr}},
+                                                      Usage{3, 2}));
   EXPECT_EQ(j, json::parse(R"({"id": "id-1", "object": "text_completion", "created": 1234,
     "model": "m", "choices": [{"index": 0, "text": "hi", "logprobs": null,
     "finish_reason": "length"}], "usage": {"prompt_tokens": 3, "completion_tokens": 2,
@@ -38,7 +39,7 @@ TEST(ServerResponseFormat, Completion) {
 
 TEST(ServerResponseFormat, Chat) {
   const json j = json::parse(
-      completion_response_json(meta(ApiKind::kChat), "yo", FinishReason::kStop, Usage{1, 1}));
+      completion_response_json(meta(ApiKind::kChat), {{0, "yo", FinishReason::kStop, nullptr}}, Usage{1, 1}));
   EXPECT_EQ(j["object"], "chat.completion");
   EXPECT_EQ(j["choices"][0]["message"], json::parse(R"({"role": "assistant", "content": "yo"})"));
   EXPECT_EQ(j["choices"][0]["finish_reason"], "stop");
@@ -47,25 +48,41 @@ TEST(ServerResponseFormat, Chat) {
 
 TEST(ServerResponseFormat, StreamChunks) {
   json c =
-      json::parse(stream_chunk_json(meta(ApiKind::kCompletion), "a", std::nullopt, false, false));
+      json::parse(stream_chunk_json(meta(ApiKind::kCompletion), ChunkChoice{0, "a", std::nullopt, false, nullptr}, false));
   EXPECT_EQ(c["object"], "text_completion");
   EXPECT_EQ(c["choices"][0]["text"], "a");
   EXPECT_TRUE(c["choices"][0]["finish_reason"].is_null());
   EXPECT_FALSE(c.contains("usage"));
 
-  c = json::parse(stream_chunk_json(meta(ApiKind::kChat), "", std::nullopt, true, true));
+  c = json::parse(stream_chunk_json(meta(ApiKind::kChat), ChunkChoice{0, "", std::nullopt, true, nullptr}, true));
   EXPECT_EQ(c["object"], "chat.completion.chunk");
   EXPECT_EQ(c["choices"][0]["delta"], json::parse(R"({"role": "assistant"})"));
   EXPECT_TRUE(c["usage"].is_null());
   EXPECT_TRUE(c.contains("usage"));
 
-  c = json::parse(stream_chunk_json(meta(ApiKind::kChat), "", FinishReason::kStop, false, false));
+  c = json::parse(stream_chunk_json(meta(ApiKind::kChat), ChunkChoice{0, "", FinishReason::kStop, false, nullptr}, false));
   EXPECT_EQ(c["choices"][0]["delta"], json::object());
   EXPECT_EQ(c["choices"][0]["finish_reason"], "stop");
 
   c = json::parse(usage_chunk_json(meta(ApiKind::kChat), Usage{4, 5}));
   EXPECT_EQ(c["choices"], json::array());
   EXPECT_EQ(c["usage"]["total_tokens"], 9);
+}
+
+TEST(ServerResponseFormat, SeveralChoicesAndLogprobs) {
+  const json lp = json{{"content", json::array()}};
+  const json j = json::parse(completion_response_json(
+      meta(ApiKind::kChat), {{0, "a", FinishReason::kStop, lp}, {1, "bc", FinishReason::kLength, lp}},
+      Usage{2, 5}));
+  ASSERT_EQ(j["choices"].size(), 2u);
+  EXPECT_EQ(j["choices"][1]["index"], 1);
+  EXPECT_EQ(j["choices"][1]["message"]["content"], "bc");
+  EXPECT_EQ(j["choices"][1]["finish_reason"], "length");
+  EXPECT_EQ(j["choices"][0]["logprobs"], lp);
+  const json c = json::parse(
+      stream_chunk_json(meta(ApiKind::kCompletion), ChunkChoice{3, "x", std::nullopt, false, lp}, false));
+  EXPECT_EQ(c["choices"][0]["index"], 3);
+  EXPECT_EQ(c["choices"][0]["logprobs"], lp);
 }
 
 TEST(ServerResponseFormat, ErrorsAndModels) {
@@ -84,7 +101,7 @@ TEST(ServerResponseFormat, ErrorsAndModels) {
 
 TEST(ServerResponseFormat, InvalidUtf8TextBecomesReplacementCharacter) {
   const json j = json::parse(
-      completion_response_json(meta(ApiKind::kCompletion), "a\xC3", FinishReason::kStop, Usage{}));
+      completion_response_json(meta(ApiKind::kCompletion), {{0, "a\xC3", FinishReason::kStop, nullptr}}, Usage{}));
   EXPECT_EQ(j["choices"][0]["text"], "a\xEF\xBF\xBD");
 }
 

@@ -1,0 +1,79 @@
+#include "core/server/logprobs_json.hpp"
+
+#include <cstdio>
+
+#include "core/model/utf8.hpp"
+
+namespace loom {
+namespace {
+
+Json logprob_value(float logprob) {
+  // JSON has no -Infinity: a token the model gives no mass is reported at the float minimum,
+  // as vLLM clamps it.
+  return logprob < -3.4e38f ? Json(-9999.0) : Json(static_cast<double>(logprob));
+}
+
+Json chat_entry(const Tokenizer& tokenizer, int32_t token, float logprob) {
+  TokenText t = token_text(tokenizer, token);
+  return Json{{"token", std::move(t.text)}, {"logprob", logprob_value(logprob)}, {"bytes", std::move(t.bytes)}};
+}
+
+}  // namespace
+
+TokenText token_text(const Tokenizer& tokenizer, int32_t token) {
+  const std::string piece = tokenizer.token_to_piece(token, /*render_special=*/true);
+  TokenText out;
+  out.bytes.reserve(piece.size());
+  for (unsigned char c : piece) out.bytes.push_back(c);
+  if (utf8_is_valid(piece)) {
+    out.text = piece;
+    return out;
+  }
+  out.text = "bytes:";
+  for (unsigned char c : piece) {
+    char hex[5];
+    std::snprintf(hex, sizeof(hex), "\\x%02x", c);
+    out.text += hex;
+  }
+  return out;
+}
+
+Json completion_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
+                              std::span<const RowLogprobs> records, int64_t& text_offset) {
+  Json texts = Json::array(), values = Json::array(), tops = Json::array(), offsets = Json::array();
+  for (size_t i = 0; i < records.size() && i < tokens.size(); ++i) {
+    const RowLogprobs& r = records[i];
+    TokenText t = token_text(tokenizer, tokens[i]);
+    offsets.push_back(text_offset);
+    text_offset += static_cast<int64_t>(t.text.size());
+    values.push_back(logprob_value(r.sampled.logprob));
+    Json top = Json::object();
+    for (const TokenLogprob& alt : r.top) {
+      std::string key = token_text(tokenizer, alt.token).text;
+      if (!top.contains(key)) top[key] = logprob_value(alt.logprob);
+    }
+    if (!top.contains(t.text)) top[t.text] = logprob_value(r.sampled.logprob);
+    tops.push_back(std::move(top));
+    texts.push_back(std::move(t.text));
+  }
+  return Json{{"tokens", std::move(texts)},
+              {"token_logprobs", std::move(values)},
+              {"top_logprobs", std::move(tops)},
+              {"text_offset", std::move(offsets)}};
+}
+
+Json chat_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
+                        std::span<const RowLogprobs> records) {
+  Json content = Json::array();
+  for (size_t i = 0; i < records.size() && i < tokens.size(); ++i) {
+    const RowLogprobs& r = records[i];
+    Json entry = chat_entry(tokenizer, tokens[i], r.sampled.logprob);
+    Json top = Json::array();
+    for (const TokenLogprob& alt : r.top) top.push_back(chat_entry(tokenizer, alt.token, alt.logprob));
+    entry["top_logprobs"] = std::move(top);
+    content.push_back(std::move(entry));
+  }
+  return Json{{"content", std::move(content)}};
+}
+
+}  // namespace loom
