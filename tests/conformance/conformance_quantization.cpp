@@ -1,6 +1,7 @@
 // Quantization conformance: every quantization plugin's linear (y = x W^T) against a
 // double-precision GEMM on the stored weights, for f32/f16/bf16 storage and awkward shapes; and
-// each row's result independent of the other rows in the batch (bit for bit).
+// each row's result independent of the other rows in the batch (bit for bit); for quantization
+// none, every kernel the CPU runs ("simd": "portable" and "auto") batch-invariant on n = 1..37.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -137,6 +138,67 @@ TEST(QuantizationNone, SaysWhyItRefusesADtype) {
   const loom_tensor_view w = mat(q.data(), LOOM_DTYPE_Q4_0, 4, 32);
   void* h = nullptr;
   EXPECT_EQ(vt.prepare_weight(p->self(), &w, &h, &eb), LOOM_ERR_UNSUPPORTED);
+}
+
+// For every kernel path this machine has, linear over n = 1..37 rows gives each row exactly the
+// bits it gets alone: the register blocks (4 rows, then 3, 2 or 1) and the tiles (48 features,
+// a short last one here) never change an element's reduction order. in = 67 exercises the tail.
+TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
+  ThreadPool threads(2);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  constexpr int64_t kMaxN = 37, kIn = 67, kOut = 101;
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(kMaxN * kIn)), w(static_cast<size_t>(kOut * kIn));
+  for (auto& e : x) e = u(rng);
+  for (auto& e : w) e = u(rng);
+  std::vector<uint16_t> w16(w.size()), wb16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    w16[i] = f32_to_f16(w[i]);
+    wb16[i] = f32_to_bf16(w[i]);
+  }
+  for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})"}) {
+    const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
+    const auto& vt = p->vtable<loom_quantization_vtable>();
+    for (const auto& [dtype, data] : {std::pair<loom_dtype, void*>{LOOM_DTYPE_F32, w.data()},
+                                      {LOOM_DTYPE_F16, w16.data()}, {LOOM_DTYPE_BF16, wb16.data()}}) {
+      const loom_tensor_view wv = mat(data, dtype, kOut, kIn);
+      void* handle = nullptr;
+      p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
+      // Each row alone, once.
+      std::vector<float> alone(static_cast<size_t>(kMaxN * kOut));
+      for (int64_t t = 0; t < kMaxN; ++t) {
+        const loom_tensor_view x1 = mat(x.data() + t * kIn, LOOM_DTYPE_F32, 1, kIn);
+        loom_tensor_view y1 = mat(alone.data() + t * kOut, LOOM_DTYPE_F32, 1, kOut);
+        p->call("linear", &loom_quantization_vtable::linear, handle, &x1, &y1);
+      }
+      for (int64_t n = 1; n <= kMaxN; ++n) {
+        std::vector<float> y(static_cast<size_t>(n * kOut), NAN);
+        const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, kIn);
+        loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, kOut);
+        p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
+        ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+            << config << " " << dtype_str(dtype) << ": n=" << n << " differs from row by row";
+      }
+      vt.release_weight(p->self(), handle);
+    }
+  }
+}
+
+TEST(QuantizationNone, RejectsAnUnknownSimdValue) {
+  ThreadPool threads(1);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  try {
+    host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", R"({"simd": "avx512"})"}, &a);
+    FAIL() << "a bad simd value was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"simd\" must be \"auto\" or \"portable\""), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -2,34 +2,44 @@
 //
 // prepare_weight only records where the weight lives: f32 weights are used straight from the
 // (mmap'ed) model file, f16/bf16 rows are widened to f32 on the fly, one tile at a time.
-// linear splits the output features into tiles across the host's threads; each tile is reused
-// for every group of 4 input rows, so a weight row is read once per 4 tokens.
-// Every output element is reduced in the same order (8 interleaved partial sums, a fixed tree,
-// then the tail) whether its row was computed in a group of 4 or alone, so results do not depend
-// on the batch size: batched == alone, bit for bit.
+// linear splits the output features into tiles across the host's threads; a tile (kTile rows,
+// at most a few hundred KiB) stays in L2 while every input row streams past it, so each weight
+// byte comes from memory once per call whatever the batch size. The kernels (none_gemm.hpp,
+// AVX2+FMA when the CPU has it, key "simd") reduce every output element in one fixed order, so
+// results do not depend on the batch size: batched == alone, bit for bit.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <boost/dll/alias.hpp>
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "loom/quantization.h"
 #include "loom/sdk_core.hpp"
+#include "none_gemm.hpp"
 
 namespace {
 
 using loom::sdk::ConfigError;
 using loom::sdk::Error;
 
-constexpr int kLanes = 8;      // interleaved partial sums per dot product (auto-vectorised)
-constexpr int kRows = 4;       // input rows per pass over a weight row
-constexpr int64_t kTile = 16;  // output features per work item
+// Below this many input rows f16/bf16 weights are widened in registers (each weight is used by
+// so few rows that writing and re-reading a widened tile costs more than it saves).
+constexpr int64_t kWidenInRegistersBelow = 4;
 
-void parse_config(const char* config_json) {
+// Output features per work item: a multiple of every register block (3, 4, 6, 12 rows), small
+// enough that the tile (48 rows x 8 KiB at in = 2048) stays in L2.
+constexpr int64_t kTile = 48;
+
+struct Options {
+  bool simd = true;  // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
+};
+
+Options parse_config(const char* config_json) {
   const std::string text = config_json == nullptr ? "" : config_json;
   nlohmann::json j = nlohmann::json::object();
   if (!text.empty()) {
@@ -40,12 +50,25 @@ void parse_config(const char* config_json) {
     }
   }
   if (!j.is_object()) throw ConfigError("quantization none: config must be a JSON object");
+  Options o;
   std::string problems;
+  auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "; ") + ("quantization none: " + p); };
   for (const auto& item : j.items()) {
-    if (!problems.empty()) problems += "; ";
-    problems += "quantization none: unknown key \"" + item.key() + "\" (this plugin has no options)";
+    if (item.key() == "simd") {
+      const auto& v = item.value();
+      if (v == "auto") {
+        o.simd = true;
+      } else if (v == "portable") {
+        o.simd = false;
+      } else {
+        add("\"simd\" must be \"auto\" or \"portable\", got " + v.dump());
+      }
+    } else {
+      add("unknown key \"" + item.key() + "\" (valid keys: simd)");
+    }
   }
   if (!problems.empty()) throw ConfigError(problems);
+  return o;
 }
 
 const char* dtype_label(loom_dtype t) {
@@ -80,63 +103,6 @@ bool is_supported(loom_dtype t) {
   return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
 }
 
-// IEEE binary16 -> binary32, exact.
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0 && mant == 0) {
-    bits = sign;
-  } else if (exp == 0) {  // subnormal: renormalise
-    exp = 127 - 15 + 1;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-float bf16_to_f32(uint16_t h) {
-  const uint32_t bits = static_cast<uint32_t>(h) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// Sums the lanes in a fixed tree so the order never depends on the caller.
-inline float lane_sum(const float* a) {
-  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-
-// out[r] = dot(x row r, w) for R rows of x (row stride xs). Each row's arithmetic is identical
-// for every R, which is what makes the result independent of the batch size.
-template <int R>
-inline void dot_rows(const float* __restrict w, const float* __restrict x, int64_t xs, int64_t n,
-                     float* out) {
-  float acc[R][kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes) {
-    for (int r = 0; r < R; ++r) {
-      const float* xr = x + r * xs + i;
-      for (int j = 0; j < kLanes; ++j) acc[r][j] += xr[j] * w[i + j];
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    float s = lane_sum(acc[r]);
-    for (int64_t k = i; k < n; ++k) s += x[r * xs + k] * w[k];
-    out[r] = s;
-  }
-}
-
 // A prepared weight: where it lives and how to read it. Never owns the data.
 struct Weight {
   loom_dtype dtype;
@@ -148,8 +114,8 @@ struct Weight {
 
 class NoneQuantization {
  public:
-  explicit NoneQuantization(const loom_host_api* host, const loom_quantization_create_args& args)
-      : host_(host) {
+  NoneQuantization(const loom_host_api* host, const loom_quantization_create_args& args, const Options& opt)
+      : host_(host), kernels_(loom_none::select_kernels(opt.simd)) {
     if (args.device.type != LOOM_DEVICE_CPU)
       throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: runs on the CPU only, not on device type " +
                                             std::to_string(args.device.type));
@@ -198,24 +164,19 @@ class NoneQuantization {
         throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
       std::vector<float>& widened = scratch_[static_cast<size_t>(thread)];  // [kTile, in]
       std::array<const float*, kTile> rows{};
+      std::array<const uint16_t*, kTile> rows16{};
+      const bool half_direct = w.dtype != LOOM_DTYPE_F32 && kernels_.tile_half != nullptr && n < kWidenInRegistersBelow;
       for (int64_t tile = begin; tile < end; ++tile) {
         const int64_t o0 = tile * kTile;
         const int64_t n_rows = std::min(kTile, out - o0);
+        if (half_direct) {
+          for (int64_t j = 0; j < n_rows; ++j)
+            rows16[static_cast<size_t>(j)] = static_cast<const uint16_t*>(w.data) + (o0 + j) * w.row_stride;
+          kernels_.tile_half(rows16.data(), w.dtype == LOOM_DTYPE_BF16, n_rows, xd, xs, n, in, yd + o0, ys);
+          continue;
+        }
         load_tile(w, o0, n_rows, widened, rows);
-        int64_t t = 0;
-        float res[kRows];
-        for (; t + kRows <= n; t += kRows) {
-          for (int64_t j = 0; j < n_rows; ++j) {
-            dot_rows<kRows>(rows[static_cast<size_t>(j)], xd + t * xs, xs, in, res);
-            for (int r = 0; r < kRows; ++r) yd[(t + r) * ys + o0 + j] = res[r];
-          }
-        }
-        for (; t < n; ++t) {
-          for (int64_t j = 0; j < n_rows; ++j) {
-            dot_rows<1>(rows[static_cast<size_t>(j)], xd + t * xs, xs, in, res);
-            yd[t * ys + o0 + j] = res[0];
-          }
-        }
+        kernels_.tile(rows.data(), n_rows, xd, xs, n, in, yd + o0, ys);
       }
     });
   }
@@ -223,8 +184,8 @@ class NoneQuantization {
  private:
   // Points rows[j] at weight row o0 + j as f32: straight into the weight when it is f32, else
   // into `widened` after converting.
-  static void load_tile(const Weight& w, int64_t o0, int64_t n_rows, std::vector<float>& widened,
-                        std::array<const float*, kTile>& rows) {
+  void load_tile(const Weight& w, int64_t o0, int64_t n_rows, std::vector<float>& widened,
+                 std::array<const float*, kTile>& rows) const {
     const int64_t in = w.in_features;
     if (w.dtype == LOOM_DTYPE_F32) {
       for (int64_t j = 0; j < n_rows; ++j)
@@ -235,16 +196,13 @@ class NoneQuantization {
     for (int64_t j = 0; j < n_rows; ++j) {
       const uint16_t* src = static_cast<const uint16_t*>(w.data) + (o0 + j) * w.row_stride;
       float* dst = widened.data() + j * in;
-      if (w.dtype == LOOM_DTYPE_F16) {
-        for (int64_t i = 0; i < in; ++i) dst[i] = f16_to_f32(src[i]);
-      } else {
-        for (int64_t i = 0; i < in; ++i) dst[i] = bf16_to_f32(src[i]);
-      }
+      kernels_.widen(src, dst, in, w.dtype == LOOM_DTYPE_BF16);
       rows[static_cast<size_t>(j)] = dst;
     }
   }
 
   loom::sdk::Host host_;
+  loom_none::Kernels kernels_;
   std::vector<std::vector<float>> scratch_;  // per thread: one widened tile, reused
 };
 
@@ -280,11 +238,11 @@ loom_status validate(const char* config_json, loom_error_buf* err) {
 loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
                    const void** vtable, loom_error_buf* err) {
   return loom::sdk::detail::guarded(err, [&] {
-    parse_config(config_json);
+    const Options opt = parse_config(config_json);
     const auto* args = static_cast<const loom_quantization_create_args*>(create_args);
     if (args == nullptr || args->struct_size < sizeof(loom_quantization_create_args))
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: missing or too old create args");
-    *self = new NoneQuantization(host, *args);
+    *self = new NoneQuantization(host, *args, opt);
     *vtable = &kVtable;
   });
 }
@@ -294,7 +252,7 @@ void destroy(void* self) { delete static_cast<NoneQuantization*>(self); }
 const loom_plugin_desc kDesc = {
     sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
     LOOM_QUANTIZATION_IFACE_MINOR, "none", "0.1.0",
-    "unquantized f32/f16/bf16 weights with a threaded portable GEMM",
+    "unquantized f32/f16/bf16 weights; threaded, cache-blocked GEMM (AVX2+FMA when available)",
     nullptr, &validate, &create, &destroy};
 
 }  // namespace

@@ -1,0 +1,150 @@
+// AVX2+FMA(+F16C) kernels, compiled for that ISA only inside this file's target region and
+// called only after cpu_has_avx2_fma_f16c().
+//
+// Register blocking: a micro-kernel keeps R x rows x C weight rows of 8-lane accumulators in
+// ymm registers (R * C <= 12, plus the R x vectors and C weight vectors: 16 registers at 4 x 3),
+// so each loaded vector feeds several FMAs. Cache blocking comes from the caller: one tile of
+// weight rows (a few hundred KiB at most) stays in L2 while every group of x rows streams past.
+// Every (R, C) runs the same per-element sequence (lane FMAs in k order, the shared lane tree,
+// then the tail), so results never depend on n or on the grouping.
+#include <cstdint>
+
+#include "none_gemm.hpp"
+
+#ifdef LOOM_NONE_HAVE_AVX2
+
+#include <immintrin.h>
+
+namespace loom_none {
+
+bool cpu_has_avx2_fma_f16c() {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+}
+
+// Everything below is compiled for AVX2+FMA+F16C; no standard-library template is used in it,
+// so no ISA-specific copy of one can be picked by the linker for the portable code.
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace {
+
+// The lane tree of lane_sum() for four accumulators at once: [sum(a), sum(b), sum(c), sum(d)].
+// hadd gives (0+1), (2+3) per 128-bit half, the second hadd ((0+1)+(2+3)) and ((4+5)+(6+7)),
+// and the final add joins the halves: exactly ((0+1)+(2+3))+((4+5)+(6+7)).
+inline __attribute__((always_inline)) __m128 lane_sum4(__m256 a, __m256 b, __m256 c, __m256 d) {
+  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a, b), _mm256_hadd_ps(c, d));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// How a micro-kernel reads weights: 8 f32 values at a time plus single ones for the tail. The
+// f16/bf16 loaders widen in registers, exactly, so they compute what the f32 loader computes
+// on the widened row.
+struct LoadF32 {
+  using T = float;
+  static __m256 vec(const float* p) { return _mm256_loadu_ps(p); }
+  static float one(const float* p) { return *p; }
+};
+struct LoadF16 {
+  using T = uint16_t;
+  static __m256 vec(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static float one(const uint16_t* p) { return _cvtsh_ss(*p); }
+};
+struct LoadBF16 {
+  using T = uint16_t;
+  static __m256 vec(const uint16_t* p) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static float one(const uint16_t* p) {
+    return _mm_cvtss_f32(_mm_castsi128_ps(_mm_cvtsi32_si128(static_cast<int>(static_cast<uint32_t>(*p) << 16))));
+  }
+};
+
+// y[r * ys + c] = dot(x + r * xs, w[c]) for r < R, c < C.
+template <class Load, int R, int C>
+inline __attribute__((always_inline)) void micro(const typename Load::T* const* w, const float* x, int64_t xs,
+                                                 int64_t in, float* y, int64_t ys) {
+  constexpr int kPadded = (C + 3) / 4 * 4;  // accumulators past C stay zero for lane_sum4
+  __m256 acc[R][kPadded];
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < kPadded; ++c) acc[r][c] = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= in; k += 8) {
+    __m256 wv[C];
+    for (int c = 0; c < C; ++c) wv[c] = Load::vec(w[c] + k);
+    for (int r = 0; r < R; ++r) {
+      const __m256 xv = _mm256_loadu_ps(x + r * xs + k);
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm256_fmadd_ps(xv, wv[c], acc[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int c0 = 0; c0 < C; c0 += 4) {
+      alignas(16) float sums[4];
+      _mm_store_ps(sums, lane_sum4(acc[r][c0], acc[r][c0 + 1], acc[r][c0 + 2], acc[r][c0 + 3]));
+      for (int c = c0; c < C && c < c0 + 4; ++c) {
+        float s = sums[c - c0];
+        for (int64_t i = k; i < in; ++i) s += x[r * xs + i] * Load::one(w[c] + i);
+        y[r * ys + c] = s;
+      }
+    }
+  }
+}
+
+// All n_rows weight rows against R x rows: blocks of C, then single rows.
+template <class Load, int R, int C>
+void row_group(const typename Load::T* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t in,
+               float* y, int64_t ys) {
+  int64_t j = 0;
+  for (; j + C <= n_rows; j += C) micro<Load, R, C>(rows + j, x, xs, in, y + j, ys);
+  for (; j < n_rows; ++j) micro<Load, R, 1>(rows + j, x, xs, in, y + j, ys);
+}
+
+template <class Load>
+void tile(const typename Load::T* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
+          float* y, int64_t ys) {
+  int64_t t = 0;
+  for (; t + 4 <= n; t += 4) row_group<Load, 4, 3>(rows, n_rows, x + t * xs, xs, in, y + t * ys, ys);
+  // 1-3 rows left (decode steps mostly): more weight rows per block keep 12 accumulators busy.
+  switch (n - t) {
+    case 3: row_group<Load, 3, 4>(rows, n_rows, x + t * xs, xs, in, y + t * ys, ys); break;
+    case 2: row_group<Load, 2, 6>(rows, n_rows, x + t * xs, xs, in, y + t * ys, ys); break;
+    case 1: row_group<Load, 1, 12>(rows, n_rows, x + t * xs, xs, in, y + t * ys, ys); break;
+    default: break;
+  }
+}
+
+}  // namespace
+
+void tile_avx2(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
+               float* y, int64_t ys) {
+  tile<LoadF32>(rows, n_rows, x, xs, n, in, y, ys);
+}
+
+void tile_half_avx2(const uint16_t* const* rows, bool bf16, int64_t n_rows, const float* x, int64_t xs, int64_t n,
+                    int64_t in, float* y, int64_t ys) {
+  if (bf16) {
+    tile<LoadBF16>(rows, n_rows, x, xs, n, in, y, ys);
+  } else {
+    tile<LoadF16>(rows, n_rows, x, xs, n, in, y, ys);
+  }
+}
+
+void widen_f16c(const uint16_t* src, float* dst, int64_t n, bool bf16) {
+  int64_t i = 0;
+  if (bf16) {
+    for (; i + 8 <= n; i += 8) {
+      const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+      _mm256_storeu_ps(dst + i, _mm256_castsi256_ps(_mm256_slli_epi32(h, 16)));
+    }
+  } else {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+  if (i < n) widen_portable(src + i, dst + i, n - i, bf16);
+}
+
+#pragma GCC pop_options
+
+}  // namespace loom_none
+
+#endif  // LOOM_NONE_HAVE_AVX2
