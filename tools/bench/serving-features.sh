@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# The engine-heart benchmarks, each a side-by-side run on one model in one go (ratios hold on a
+# noisy machine where absolute numbers drift):
+#   1. prefix reuse   - TTFT of requests sharing a 1,024-token prefix, prefix caching on vs off
+#   2. batching       - generated tokens/s at 32 concurrent streams vs 1 stream
+#   3. scheduling     - `continuous` vs `static` on mixed-length requests: tokens/s and p99 TTFT
+# Model: a random-weight llama-125m (f32) made by loom-convert with the Llama 2 tokenizer.
+#
+#   tools/bench/serving-features.sh [BUILD_DIR]       (THREADS=n to pin the thread count)
+# Prints a summary; every loom-bench JSON lands in BUILD_DIR/bench-results/serving-features/.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+build="$(cd "${1:-$root/build}" && pwd)"
+bin="$build/bin"
+out="$build/bench-results/serving-features"
+threads="${THREADS:-$(nproc)}"
+port="${PORT:-18480}"
+mkdir -p "$out" "$build/bench-models"
+model="$build/bench-models/llama-125m-f32.gguf"
+vocab="$root/tests/data/vocab/ggml-vocab-llama-spm.gguf"
+[[ -f "$model" ]] || "$bin/loom-convert" --random --preset llama-125m --dtype f32 --vocab-from "$vocab" -o "$model"
+
+server_pid=""
+stop_server() { [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }
+trap stop_server EXIT
+
+# start_server NAME "<[scheduler] and [cache] tables>"
+start_server() {
+  local name="$1" tables="$2" cfg="$out/$1.toml"
+  cat >"$cfg" <<TOML
+[model]
+path = "$model"
+name = "llama-125m"
+[server]
+host = "127.0.0.1"
+port = $port
+[runtime]
+threads = $threads
+[logging]
+level = "warn"
+[attention]
+plugin = "flash_cpu"
+$tables
+TOML
+  "$bin/loom-server" --config "$cfg" >"$out/$name.server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 300); do
+    curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1 && return 0
+    kill -0 "$server_pid" 2>/dev/null || { cat "$out/$name.server.log" >&2; exit 1; }
+    sleep 0.2
+  done
+  echo "serving-features: $name did not start" >&2; exit 1
+}
+
+bench() {  # bench NAME loom-bench-serve-args...
+  local name="$1"; shift
+  "$bin/loom-bench" serve --base-url "http://127.0.0.1:$port" --tokenizer "$model" --seed 1 \
+    --json "$out/$name.json" "$@" >"$out/$name.txt"
+}
+
+metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+
+field() {  # field FILE.json KEY -> number from the summary
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["summary"][sys.argv[2]])' "$@"
+}
+
+# 1. Prefix reuse: one warm-up request writes the shared 1,024-token prefix; the measured
+# requests (one at a time) share it and differ in a 32-token suffix.
+prefix_args=(--dataset-name shared-prefix --num-groups 1 --prefix-len 1024 --suffix-len 32
+             --output-len 4 --num-prompts 8 --max-concurrency 1 --num-warmups 1)
+for caching in true false; do
+  start_server "prefix-$caching" "[scheduler]
+plugin = \"continuous\"
+[cache]
+plugin = \"paged\"
+kv_memory = \"1GiB\"
+enable_prefix_caching = $caching"
+  bench "prefix-$caching" "${prefix_args[@]}"
+  echo "prefix caching $caching: hits $(metric 'loom:prefix_cache_hits_total') of $(metric 'loom:prefix_cache_queries_total') tokens" \
+    >"$out/prefix-$caching.hits"
+  stop_server
+done
+ttft_on=$(field "$out/prefix-true.json" mean_ttft_ms)
+ttft_off=$(field "$out/prefix-false.json" mean_ttft_ms)
+
+# 2. Batching: the same random 128-in/128-out requests at 1 and at 32 concurrent streams.
+start_server "batching" "[scheduler]
+plugin = \"continuous\"
+max_num_seqs = 64
+[cache]
+plugin = \"paged\"
+kv_memory = \"2GiB\""
+bench "streams-1" --dataset-name random --random-input-len 128 --random-output-len 128 \
+  --num-prompts 4 --max-concurrency 1 --num-warmups 1
+bench "streams-32" --dataset-name random --random-input-len 128 --random-output-len 128 \
+  --num-prompts 64 --max-concurrency 32 --num-warmups 1
+stop_server
+tps_1=$(field "$out/streams-1.json" output_throughput)
+tps_32=$(field "$out/streams-32.json" output_throughput)
+
+# 3. Scheduling: mixed lengths (inputs 32..512, outputs 16..256) arriving as a Poisson stream.
+mixed_args=(--dataset-name random --random-input-len 272 --random-output-len 136
+            --random-range-ratio 0.88 --num-prompts 64 --request-rate 4 --max-concurrency 64)
+for sched in continuous static; do
+  start_server "sched-$sched" "[scheduler]
+plugin = \"$sched\"
+max_num_seqs = 32
+[cache]
+plugin = \"paged\"
+kv_memory = \"2GiB\""
+  bench "sched-$sched" "${mixed_args[@]}"
+  stop_server
+done
+
+python3 - "$out" "$threads" <<'PY'
+import json, sys
+out, threads = sys.argv[1], sys.argv[2]
+s = lambda n: json.load(open(f"{out}/{n}.json"))["summary"]
+on, off = s("prefix-true"), s("prefix-false")
+print(f"llama-125m f32 random weights, {threads} threads; JSON in {out}")
+print(f"1. prefix reuse (1,024-token shared prefix): mean TTFT {on['mean_ttft_ms']:.1f} ms with prefix caching, "
+      f"{off['mean_ttft_ms']:.1f} ms without -> {off['mean_ttft_ms'] / on['mean_ttft_ms']:.1f}x")
+for c in ("true", "false"):
+    print("   " + open(f"{out}/prefix-{c}.hits").read().strip())
+one, many = s("streams-1"), s("streams-32")
+print(f"2. batching: {one['output_throughput']:.1f} tok/s at 1 stream, {many['output_throughput']:.1f} tok/s at 32 "
+      f"-> {many['output_throughput'] / one['output_throughput']:.1f}x")
+c, st = s("sched-continuous"), s("sched-static")
+print(f"3. scheduling (mixed lengths, 4 req/s): continuous {c['output_throughput']:.1f} tok/s, p99 TTFT "
+      f"{c['p99_ttft_ms']:.0f} ms; static {st['output_throughput']:.1f} tok/s, p99 TTFT {st['p99_ttft_ms']:.0f} ms")
+PY
