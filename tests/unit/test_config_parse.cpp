@@ -36,7 +36,7 @@ TEST(ConfigParse, EmptyFileGivesTheDefaults) {
   EXPECT_EQ(c.runtime.seed, 0u);
   EXPECT_TRUE(c.plugin_dirs.empty());
   EXPECT_EQ(c.log_level, "info");
-  EXPECT_EQ(c.attention, (PluginTable{"naive", "", "{}"}));
+  EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
   EXPECT_EQ(c.scheduler, (PluginTable{"fcfs", "", "{}"}));
   EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", "{}"}));
@@ -268,11 +268,11 @@ TEST(ConfigParse, LoadsTheDefaultConfigFile) {
   EXPECT_EQ(c.server.max_body_bytes, 8 * 1024 * 1024);
   EXPECT_EQ(c.runtime.device, "cpu");
   EXPECT_EQ(c.log_level, "info");
-  EXPECT_EQ(c.attention, (PluginTable{"naive", "", "{}"}));
+  EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
   EXPECT_EQ(c.scheduler,
-            (PluginTable{"fcfs", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":16})"}));
-  EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", R"({"block_size":16,"kv_memory":"64MiB"})"}));
+            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64})"}));
+  EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16,"kv_memory":"64MiB"})"}));
   EXPECT_FALSE(c.cache_offload.has_value());
   EXPECT_FALSE(c.semantic_cache.has_value());
   EXPECT_NO_THROW(check_config(c));

@@ -60,10 +60,6 @@ bench() {  # bench NAME loom-bench-serve-args...
 
 metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
 
-field() {  # field FILE.json KEY -> number from the summary
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["summary"][sys.argv[2]])' "$@"
-}
-
 # 1. Prefix reuse: one warm-up request writes the shared 1,024-token prefix; the measured
 # requests (one at a time) share it and differ in a 32-token suffix.
 prefix_args=(--dataset-name shared-prefix --num-groups 1 --prefix-len 1024 --suffix-len 32
@@ -80,8 +76,6 @@ enable_prefix_caching = $caching"
     >"$out/prefix-$caching.hits"
   stop_server
 done
-ttft_on=$(field "$out/prefix-true.json" mean_ttft_ms)
-ttft_off=$(field "$out/prefix-false.json" mean_ttft_ms)
 
 # 2. Batching: the same random 128-in/128-out requests at 1 and at 32 concurrent streams.
 start_server "batching" "[scheduler]
@@ -95,8 +89,6 @@ bench "streams-1" --dataset-name random --random-input-len 128 --random-output-l
 bench "streams-32" --dataset-name random --random-input-len 128 --random-output-len 128 \
   --num-prompts 64 --max-concurrency 32 --num-warmups 1
 stop_server
-tps_1=$(field "$out/streams-1.json" output_throughput)
-tps_32=$(field "$out/streams-32.json" output_throughput)
 
 # 3. Scheduling: mixed lengths (inputs 32..512, outputs 16..256) arriving as a Poisson stream.
 mixed_args=(--dataset-name random --random-input-len 272 --random-output-len 136
@@ -118,8 +110,8 @@ out, threads = sys.argv[1], sys.argv[2]
 s = lambda n: json.load(open(f"{out}/{n}.json"))["summary"]
 on, off = s("prefix-true"), s("prefix-false")
 print(f"llama-125m f32 random weights, {threads} threads; JSON in {out}")
-print(f"1. prefix reuse (1,024-token shared prefix): mean TTFT {on['mean_ttft_ms']:.1f} ms with prefix caching, "
-      f"{off['mean_ttft_ms']:.1f} ms without -> {off['mean_ttft_ms'] / on['mean_ttft_ms']:.1f}x")
+print(f"1. prefix reuse (1,024-token shared prefix): mean TTFT {on['ttft_ms']['mean']:.1f} ms with prefix caching, "
+      f"{off['ttft_ms']['mean']:.1f} ms without -> {off['ttft_ms']['mean'] / on['ttft_ms']['mean']:.1f}x")
 for c in ("true", "false"):
     print("   " + open(f"{out}/prefix-{c}.hits").read().strip())
 one, many = s("streams-1"), s("streams-32")
@@ -127,5 +119,5 @@ print(f"2. batching: {one['output_throughput']:.1f} tok/s at 1 stream, {many['ou
       f"-> {many['output_throughput'] / one['output_throughput']:.1f}x")
 c, st = s("sched-continuous"), s("sched-static")
 print(f"3. scheduling (mixed lengths, 4 req/s): continuous {c['output_throughput']:.1f} tok/s, p99 TTFT "
-      f"{c['p99_ttft_ms']:.0f} ms; static {st['output_throughput']:.1f} tok/s, p99 TTFT {st['p99_ttft_ms']:.0f} ms")
+      f"{c['ttft_ms']['p99']:.0f} ms; static {st['output_throughput']:.1f} tok/s, p99 TTFT {st['ttft_ms']['p99']:.0f} ms")
 PY

@@ -9,10 +9,11 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 model="$1" port="$2" threads="$3" ctx="${4:-2048}" build="${5:-$root/build}"
 python="$("$root/tools/peers/setup-llama-cpp.sh" "$build")"
 log="$build/peers/llama-server-$port.log"
-# n_batch 512 is llama.cpp's default prompt chunk; the server handles one request at a time.
+# n_batch 512 is llama.cpp's default prompt chunk. The server runs one request at a time;
+# interrupt_requests False makes later requests queue instead of cancelling the running one.
 "$python" -m llama_cpp.server --model "$model" --model_alias "$(basename "$model" .gguf)" \
   --host 127.0.0.1 --port "$port" --n_threads "$threads" --n_threads_batch "$threads" \
-  --n_ctx "$ctx" --n_batch 512 >"$log" 2>&1 &
+  --n_ctx "$ctx" --n_batch 512 --interrupt_requests False >"$log" 2>&1 &
 pid=$!
 for _ in $(seq 1 600); do
   if curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null 2>&1; then echo "$pid"; exit 0; fi
