@@ -379,6 +379,8 @@ void Engine::publish_stats() {
   stats_.prefix_cache_miss_no_match = usage.prefix_miss_no_match_tokens;
   stats_.prefix_cache_miss_evicted = usage.prefix_miss_evicted_tokens;
   stats_.prefix_cache_miss_salt_mismatch = usage.prefix_miss_salt_mismatch_tokens;
+  stats_.kv_swapped_out_blocks = usage.kv_swapped_out_blocks;
+  stats_.kv_swapped_in_blocks = usage.kv_swapped_in_blocks;
 }
 
 }  // namespace loom

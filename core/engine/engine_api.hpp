@@ -86,6 +86,8 @@ struct EngineStats {
   int64_t prefix_cache_miss_no_match = 0;
   int64_t prefix_cache_miss_evicted = 0;
   int64_t prefix_cache_miss_salt_mismatch = 0;
+  int64_t kv_swapped_out_blocks = 0;   // blocks saved to the cache_offload tier on preemption
+  int64_t kv_swapped_in_blocks = 0;    // blocks restored from it instead of recomputed
   // Request-level histograms (seconds unless tokens); see core/engine/request_metrics.hpp.
   HistogramSnapshot time_to_first_token;
   HistogramSnapshot inter_token_latency;

@@ -41,6 +41,24 @@ loom_status get_request(void* host_ctx, uint64_t request_id, loom_request_view* 
 
 }  // namespace
 
+ForwardPlugins create_forward_plugins(PluginHost& host, const PluginSpec& attention, const PluginSpec& quantization,
+                                      const LlamaHparams& hparams, loom_dtype kv_dtype, int32_t block_size) {
+  const loom_device cpu{LOOM_DEVICE_CPU, 0};
+  ForwardPlugins out;
+  const loom_attention_create_args attn_args{.struct_size = sizeof(loom_attention_create_args),
+                                             .n_heads = hparams.n_heads,
+                                             .n_kv_heads = hparams.n_kv_heads,
+                                             .head_dim = hparams.head_dim,
+                                             .scale = 1.0f / std::sqrt(static_cast<float>(hparams.head_dim)),
+                                             .kv_dtype = kv_dtype,
+                                             .block_size = block_size,
+                                             .device = cpu};
+  out.attention = host.create(attention, &attn_args);
+  const loom_quantization_create_args quant_args{.struct_size = sizeof(loom_quantization_create_args), .device = cpu};
+  out.quantization = host.create(quantization, &quant_args);
+  return out;
+}
+
 RuntimeStack::RuntimeStack(const Config& config)
     : model_file(GgufFile::open(config.model.path)),
       hparams(read_llama_hparams(model_file)),
@@ -82,27 +100,11 @@ RuntimeStack::RuntimeStack(const Config& config)
                 vt.fork != nullptr && vt.take_block_copies != nullptr;
   }
 
-  loom_attention_create_args attn_args{};
-  attn_args.struct_size = sizeof(attn_args);
-  attn_args.n_heads = hparams.n_heads;
-  attn_args.n_kv_heads = hparams.n_kv_heads;
-  attn_args.head_dim = hparams.head_dim;
-  attn_args.scale = 1.0f / std::sqrt(static_cast<float>(hparams.head_dim));
-  attn_args.kv_dtype = kv_dtype;
-  attn_args.block_size = layout.block_size;
-  attn_args.device = loom_device{LOOM_DEVICE_CPU, 0};
-  attention_ = host_->create(spec_of(LOOM_KIND_ATTENTION, config.attention), &attn_args);
-
-  loom_quantization_create_args quant_args{};
-  quant_args.struct_size = sizeof(quant_args);
-  quant_args.device = loom_device{LOOM_DEVICE_CPU, 0};
-  quantization_ = host_->create(spec_of(LOOM_KIND_QUANTIZATION, config.quantization), &quant_args);
-
-  executor_ = std::make_unique<ModelExecutor>(
-      model_file,
-      AttentionOps{attention_->self(), &attention_->vtable<loom_attention_vtable>()},
-      QuantOps{quantization_->self(), &quantization_->vtable<loom_quantization_vtable>()},
-      *kv_pool_, *threads_);
+  forward_ = create_forward_plugins(*host_, spec_of(LOOM_KIND_ATTENTION, config.attention),
+                                    spec_of(LOOM_KIND_QUANTIZATION, config.quantization), hparams, kv_dtype,
+                                    layout.block_size);
+  executor_ = std::make_unique<ModelExecutor>(model_file, forward_.attention_ops(), forward_.quant_ops(), *kv_pool_,
+                                              *threads_);
   batch_builder_ = std::make_unique<BatchBuilder>(layout.block_size);
 
   loom_scheduler_create_args sched_args{};
@@ -146,7 +148,7 @@ RuntimeStack::RuntimeStack(const Config& config)
                 max_model_len);
   LOOM_LOG_INFO("KV pool: {} blocks x {} tokens ({:.1f} MiB); plugins: attention={} quantization={} scheduler={} cache={}",
                 layout.num_blocks, layout.block_size, kv_pool_->total_bytes() / 1048576.0,
-                attention_->name(), quantization_->name(), scheduler_->name(), cache_->name());
+                forward_.attention->name(), forward_.quantization->name(), scheduler_->name(), cache_->name());
 }
 
 RuntimeStack::~RuntimeStack() = default;
@@ -307,6 +309,10 @@ RuntimeUsage RuntimeStack::usage() const {
   u.prefix_miss_no_match_tokens = cache.prefix_miss_no_match_tokens;
   u.prefix_miss_evicted_tokens = cache.prefix_miss_evicted_tokens;
   u.prefix_miss_salt_mismatch_tokens = cache.prefix_miss_salt_mismatch_tokens;
+  if (swapper_) {
+    u.kv_swapped_out_blocks = swapper_->swapped_out_blocks_total();
+    u.kv_swapped_in_blocks = swapper_->swapped_in_blocks_total();
+  }
   return u;
 }
 

@@ -58,7 +58,24 @@ struct RuntimeUsage {
   int64_t prefix_miss_no_match_tokens = 0;
   int64_t prefix_miss_evicted_tokens = 0;
   int64_t prefix_miss_salt_mismatch_tokens = 0;
+  // KV blocks moved to and from the cache_offload tier by preemption (0 without one).
+  int64_t kv_swapped_out_blocks = 0;
+  int64_t kv_swapped_in_blocks = 0;
 };
+
+// The plugins a forward pass calls: attention, created for the model's heads and the KV pool's
+// dtype and block size, then quantization, both on the CPU. The engine's stack and
+// loom-bench-model both run the executor over these. quantization is destroyed first (reverse
+// order), and both must outlive the executor that calls them.
+struct ForwardPlugins {
+  std::unique_ptr<LoadedPlugin> attention;
+  std::unique_ptr<LoadedPlugin> quantization;
+
+  AttentionOps attention_ops() const { return {attention->self(), &attention->vtable<loom_attention_vtable>()}; }
+  QuantOps quant_ops() const { return {quantization->self(), &quantization->vtable<loom_quantization_vtable>()}; }
+};
+ForwardPlugins create_forward_plugins(PluginHost& host, const PluginSpec& attention, const PluginSpec& quantization,
+                                      const LlamaHparams& hparams, loom_dtype kv_dtype, int32_t block_size);
 
 class RuntimeStack {
  public:
@@ -106,8 +123,7 @@ class RuntimeStack {
   std::unique_ptr<PluginHost> host_;
   std::unique_ptr<LoadedPlugin> cache_;
   std::unique_ptr<KvPool> kv_pool_;
-  std::unique_ptr<LoadedPlugin> attention_;
-  std::unique_ptr<LoadedPlugin> quantization_;
+  ForwardPlugins forward_;
   std::unique_ptr<ModelExecutor> executor_;
   std::unique_ptr<LoadedPlugin> scheduler_;
   std::unique_ptr<LoadedPlugin> cache_offload_;

@@ -110,6 +110,11 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name) 
                  {"partial_block", num(s.prefix_cache_miss_partial_block)},
                  {"evicted", num(s.prefix_cache_miss_evicted)},
                  {"salt_mismatch", num(s.prefix_cache_miss_salt_mismatch)}});
+  w.add("loom:kv_swapped_out_blocks_total", "counter",
+        "KV-cache blocks saved to the offload tier when their request was preempted.",
+        num(s.kv_swapped_out_blocks));
+  w.add("loom:kv_swapped_in_blocks_total", "counter",
+        "KV-cache blocks restored from the offload tier instead of recomputed.", num(s.kv_swapped_in_blocks));
   w.add("loom:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
         num(s.prompt_tokens_total));
   w.add("loom:generation_tokens_total", "counter", "Number of generation tokens processed.",

@@ -133,6 +133,7 @@ struct BatchConfig {
   std::string scheduler;  // the whole [scheduler] table
   std::string cache;      // the whole [cache] table
   bool expect_preemptions = false;
+  bool expect_swaps = false;  // preempted requests come back from the cache_offload tier
 };
 
 std::string continuous(int max_num_batched_tokens) {
@@ -159,6 +160,12 @@ std::vector<BatchConfig> batch_configs() {
       {"pagedPrefix_b16_flash", "flash_cpu", continuous(16), paged(true)},
       {"paged_b2048_flash", "flash_cpu", continuous(2048), paged(false)},
       {"tinyPagedPrefix_b64_naive_preempts", "naive", continuous(64), kTinyPaged, true},
+      // Preemption by swap: the same tiny pool without prefix caching, so every restored token
+      // comes from the host tier rather than from a prefix hit.
+      {"tinyPaged_b64_flash_swaps", "flash_cpu", continuous(64),
+       "[cache]\nplugin = \"paged\"\nnum_blocks = 40\nblock_size = 16\ncheck_invariants = true\n"
+       "enable_prefix_caching = false\n[cache_offload]\nplugin = \"host\"\ncapacity = \"64MiB\"\n",
+       true, true},
       {"radix_b64_flash", "flash_cpu", continuous(64),
        "[cache]\nplugin = \"radix\"\nkv_memory = \"64MiB\"\ncheck_invariants = true\n"},
   };
@@ -212,6 +219,10 @@ void expect_batch_equals_alone(const BatchConfig& config, const std::vector<Outc
   })) << "blocks or requests still held after every request finished";
   if (config.expect_preemptions) {
     EXPECT_GT(m.at("loom:num_preemptions_total"), 0) << "the small pool never preempted";
+  }
+  if (config.expect_swaps) {
+    EXPECT_GT(m.at("loom:kv_swapped_out_blocks_total"), 0) << "no preempted request was swapped out";
+    EXPECT_GT(m.at("loom:kv_swapped_in_blocks_total"), 0) << "no swapped block was restored";
   }
   EXPECT_EQ(m.at("loom:request_success_total"), kNumRequests);
 }

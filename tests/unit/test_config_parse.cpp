@@ -36,7 +36,7 @@ TEST(ConfigParse, EmptyFileGivesTheDefaults) {
   EXPECT_EQ(c.runtime.seed, 0u);
   EXPECT_TRUE(c.plugin_dirs.empty());
   EXPECT_EQ(c.log_level, "info");
-  EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
+  EXPECT_EQ(c.attention, (PluginTable{"naive", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
   EXPECT_EQ(c.scheduler, (PluginTable{"fcfs", "", "{}"}));
   EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", "{}"}));

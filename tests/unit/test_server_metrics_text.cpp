@@ -34,6 +34,8 @@ EngineStats fixed_stats() {
   s.kv_cached_blocks = 1;
   s.kv_num_seqs = 1;
   s.num_preemptions = 4;
+  s.kv_swapped_out_blocks = 6;
+  s.kv_swapped_in_blocks = 5;
   s.requests_finished = 7;
   s.requests_finished_stop = 5;
   s.requests_finished_length = 2;
@@ -97,6 +99,14 @@ TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
       "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"partial_block\"} 3\n"
       "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"evicted\"} 2\n"
       "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"salt_mismatch\"} 2\n"
+      "# HELP loom:kv_swapped_out_blocks_total KV-cache blocks saved to the offload tier when their "
+      "request was preempted.\n"
+      "# TYPE loom:kv_swapped_out_blocks_total counter\n"
+      "loom:kv_swapped_out_blocks_total{model_name=\"m\"} 6\n"
+      "# HELP loom:kv_swapped_in_blocks_total KV-cache blocks restored from the offload tier instead "
+      "of recomputed.\n"
+      "# TYPE loom:kv_swapped_in_blocks_total counter\n"
+      "loom:kv_swapped_in_blocks_total{model_name=\"m\"} 5\n"
       "# HELP loom:prompt_tokens_total Number of prefill tokens processed.\n"
       "# TYPE loom:prompt_tokens_total counter\n"
       "loom:prompt_tokens_total{model_name=\"m\"} 100\n"

@@ -105,7 +105,9 @@ net::awaitable<void> stream_request(const ServerTarget& target, std::string path
     parser.get().body().data = piece.data();
     parser.get().body().size = piece.size();
     stream.expires_after(target.timeout);
-    co_await http::async_read(stream, buffer, parser, token());
+    // read_some, not read: read only returns once the 16 KiB piece is full, which would deliver
+    // a stream's chunks in bursts and push every timestamp late.
+    co_await http::async_read_some(stream, buffer, parser, token());
     if (ec == http::error::need_buffer) ec = {};
     const size_t got = piece.size() - parser.get().body().size;
     if (got > 0) {

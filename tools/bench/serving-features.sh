@@ -58,7 +58,9 @@ bench() {  # bench NAME loom-bench-serve-args...
     --json "$out/$name.json" "$@" >"$out/$name.txt"
 }
 
-metric() { curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m {print $2}'; }
+metric() {  # metric NAME -> its value (lines look like `name{model_name="..."} value`)
+  curl -s "http://127.0.0.1:$port/metrics" | awk -v m="$1" '$1 == m || index($1, m "{") == 1 {print $2}'
+}
 
 # 1. Prefix reuse: one warm-up request writes the shared 1,024-token prefix; the measured
 # requests (one at a time) share it and differ in a 32-token suffix.
@@ -77,22 +79,28 @@ enable_prefix_caching = $caching"
   stop_server
 done
 
-# 2. Batching: the same random 128-in/128-out requests at 1 and at 32 concurrent streams.
+# 2. Batching: generated tokens/s of 32 concurrent streams against one stream, on a
+# generation-heavy workload (32-token prompts, 256 new tokens: mostly decode) and on 128 in /
+# 128 out (prefill is then a large share of the work, for a single stream too).
 start_server "batching" "[scheduler]
 plugin = \"continuous\"
 max_num_seqs = 64
 [cache]
 plugin = \"paged\"
 kv_memory = \"2GiB\""
-bench "streams-1" --dataset-name random --random-input-len 128 --random-output-len 128 \
-  --num-prompts 4 --max-concurrency 1 --num-warmups 1
-bench "streams-32" --dataset-name random --random-input-len 128 --random-output-len 128 \
-  --num-prompts 64 --max-concurrency 32 --num-warmups 1
+for shape in "32 256" "128 128"; do
+  read -r in_len out_len <<<"$shape"
+  bench "streams-1-$in_len-$out_len" --dataset-name random --random-input-len "$in_len" \
+    --random-output-len "$out_len" --num-prompts 4 --max-concurrency 1 --num-warmups 1
+  bench "streams-32-$in_len-$out_len" --dataset-name random --random-input-len "$in_len" \
+    --random-output-len "$out_len" --num-prompts 32 --max-concurrency 32 --num-warmups 1
+done
 stop_server
 
-# 3. Scheduling: mixed lengths (inputs 32..512, outputs 16..256) arriving as a Poisson stream.
+# 3. Scheduling: mixed lengths (inputs 32..512, outputs 16..256) arriving as a Poisson stream
+# at about what the machine can sustain.
 mixed_args=(--dataset-name random --random-input-len 272 --random-output-len 136
-            --random-range-ratio 0.88 --num-prompts 64 --request-rate 4 --max-concurrency 64)
+            --random-range-ratio 0.88 --num-prompts 48 --request-rate 1 --max-concurrency 64)
 for sched in continuous static; do
   start_server "sched-$sched" "[scheduler]
 plugin = \"$sched\"
@@ -114,10 +122,11 @@ print(f"1. prefix reuse (1,024-token shared prefix): mean TTFT {on['ttft_ms']['m
       f"{off['ttft_ms']['mean']:.1f} ms without -> {off['ttft_ms']['mean'] / on['ttft_ms']['mean']:.1f}x")
 for c in ("true", "false"):
     print("   " + open(f"{out}/prefix-{c}.hits").read().strip())
-one, many = s("streams-1"), s("streams-32")
-print(f"2. batching: {one['output_throughput']:.1f} tok/s at 1 stream, {many['output_throughput']:.1f} tok/s at 32 "
-      f"-> {many['output_throughput'] / one['output_throughput']:.1f}x")
+for shape in ("32-256", "128-128"):
+    one, many = s(f"streams-1-{shape}"), s(f"streams-32-{shape}")
+    print(f"2. batching, random {shape.replace('-', ' in / ')} out: {one['output_throughput']:.1f} tok/s at 1 stream, "
+          f"{many['output_throughput']:.1f} tok/s at 32 -> {many['output_throughput'] / one['output_throughput']:.1f}x")
 c, st = s("sched-continuous"), s("sched-static")
-print(f"3. scheduling (mixed lengths, 4 req/s): continuous {c['output_throughput']:.1f} tok/s, p99 TTFT "
+print(f"3. scheduling (mixed lengths, 1 req/s): continuous {c['output_throughput']:.1f} tok/s, p99 TTFT "
       f"{c['ttft_ms']['p99']:.0f} ms; static {st['output_throughput']:.1f} tok/s, p99 TTFT {st['ttft_ms']['p99']:.0f} ms")
 PY

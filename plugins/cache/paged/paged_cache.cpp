@@ -26,24 +26,33 @@
 #include <boost/dll/alias.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "block_copies.hpp"
 #include "block_pool.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
 #include "block_cache_abi.hpp"
 #include "kv_pool_config.hpp"
+#include "seq_blocks.hpp"
 
 namespace loom::paged {
 namespace {
 
 using sdk::Error;
 
-class PagedCache {
+struct Seq {
+  std::vector<int32_t> blocks;     // the block table
+  std::vector<uint64_t> hashes;    // chain hashes of the leading full blocks known to be computed
+  std::vector<uint64_t> contents;  // their content-only chain hashes (salt_mismatch misses)
+  int32_t forked = -1;             // >= 0: made by fork, not yet allocated; shares this many tokens
+};
+
+class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
+  friend class block_cache::SeqBlocks<PagedCache, Seq>;
+
  public:
   static constexpr const char* kLabel = "cache paged";
 
@@ -76,26 +85,17 @@ class PagedCache {
   // Leading tokens with registered K/V, leaving at least the last token to compute; for a forked
   // child not yet allocated, the tokens it shares with its parent.
   int32_t match_prefix(const loom_request_view& req) const {
-    if (const auto it = seqs_.find(req.request_id); it != seqs_.end() && it->second.forked >= 0)
-      return it->second.forked;
+    if (const int32_t forked = forked_tokens(req.request_id); forked >= 0) return forked;
     return static_cast<int32_t>(match(req, req.num_tokens).size()) * block_size_;
   }
 
   bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
-    const auto it = seqs_.find(req.request_id);
-    if (it != seqs_.end())
-      return blocks_short(it->second, write_start(it->second, req), room(req, num_new_tokens)) <= pool_.num_available();
+    if (const std::optional<bool> held = held_can_allocate(req, num_new_tokens)) return *held;
     return extra_blocks(req, num_new_tokens, match(req, room(req, num_new_tokens))) <= 0;
   }
 
   void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
-    if (const auto it = seqs_.find(req.request_id); it != seqs_.end()) {
-      if (it->second.forked < 0)
-        throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                    "cache paged: request " + std::to_string(req.request_id) + " already holds blocks");
-      allocate_forked(req, it->second, num_new_tokens, num_cached_tokens);
-      return;
-    }
+    if (allocate_held(req, num_new_tokens, num_cached_tokens)) return;
     const std::vector<Hit> hits = match(req, room(req, num_new_tokens));
     const int32_t short_by = extra_blocks(req, num_new_tokens, hits);
     if (short_by > 0)
@@ -123,24 +123,11 @@ class PagedCache {
     if (num_cached_tokens != nullptr) *num_cached_tokens = cached;
   }
 
-  void append(const loom_request_view& req, int32_t num_new_tokens) {
-    Seq& seq = find(req.request_id);
-    if (seq.forked >= 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: forked request " + std::to_string(req.request_id) +
-                                                 " must be allocated before it is appended to");
-    make_room(seq, req.request_id, req.num_computed_tokens, room(req, num_new_tokens));
-  }
-
   // The child holds the parent's blocks for parent.num_computed_tokens tokens, refcounts + 1, and
   // the parent's chain hashes for the full ones it registered. Takes no block, so never fails
   // for lack of memory.
   void fork(const loom_request_view& parent, uint64_t child_id) {
-    const Seq& from = find(parent.request_id);
-    if (from.forked >= 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: request " + std::to_string(parent.request_id) +
-                                                 " is a fork not yet allocated; fork its parent instead");
-    if (seqs_.count(child_id) != 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: fork child " + std::to_string(child_id) + " already holds blocks");
+    const Seq& from = fork_source(parent, child_id);
     const int32_t tokens = parent.num_computed_tokens;
     const int32_t n = tokens >= 0 ? blocks_for_tokens(tokens) : -1;
     if (n < 0 || n > static_cast<int32_t>(from.blocks.size()))
@@ -156,8 +143,6 @@ class PagedCache {
     for (int32_t b : child.blocks) pool_.acquire(b);
     seqs_.emplace(child_id, std::move(child));
   }
-
-  loom_block_copy_list take_block_copies() { return copies_.take(); }
 
   // Registers every full block the computed tokens now cover, extending the sequence's chain.
   void commit(const loom_request_view& req) {
@@ -184,13 +169,6 @@ class PagedCache {
     const std::vector<int32_t>& blocks = it->second.blocks;
     for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);  // tail first: evicted first
     seqs_.erase(it);
-  }
-
-  loom_block_list block_table(uint64_t request_id) const {
-    const auto it = seqs_.find(request_id);
-    if (it == seqs_.end())
-      throw Error(LOOM_ERR_NOT_FOUND, "cache paged: request " + std::to_string(request_id) + " holds no blocks");
-    return loom_block_list{it->second.blocks.data(), static_cast<int32_t>(it->second.blocks.size())};
   }
 
   void usage(loom_cache_usage* out) const {
@@ -222,12 +200,6 @@ class PagedCache {
   }
 
  private:
-  struct Seq {
-    std::vector<int32_t> blocks;  // the block table
-    std::vector<uint64_t> hashes;  // chain hashes of the leading full blocks known to be computed
-    std::vector<uint64_t> contents;  // their content-only chain hashes (salt_mismatch misses)
-    int32_t forked = -1;           // >= 0: made by fork, not yet allocated; shares this many tokens
-  };
   struct Hit {
     int32_t block;
     uint64_t hash;
@@ -248,80 +220,11 @@ class PagedCache {
     return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
   }
 
-  Seq& find(uint64_t request_id) {
-    const auto it = seqs_.find(request_id);
-    if (it == seqs_.end())
-      throw Error(LOOM_ERR_NOT_FOUND, "cache paged: request " + std::to_string(request_id) + " holds no blocks");
-    return it->second;
-  }
-
-  int64_t room(const loom_request_view& req, int32_t num_new_tokens) const {
-    return static_cast<int64_t>(req.num_computed_tokens) + num_new_tokens;
-  }
-  int32_t blocks_for_tokens(int64_t tokens) const {
-    return static_cast<int32_t>((std::max<int64_t>(0, tokens) + block_size_ - 1) / block_size_);
-  }
-  int32_t blocks_for(const loom_request_view& req, int32_t num_new_tokens) const {
-    return blocks_for_tokens(room(req, num_new_tokens));
-  }
-
-  // Where the next write into seq begins: a forked child's first own token, else the view's.
-  static int64_t write_start(const Seq& seq, const loom_request_view& req) {
-    return seq.forked >= 0 ? seq.forked : req.num_computed_tokens;
-  }
-
-  // Table indices of the blocks a write of tokens [start, end) touches that another table also
-  // holds: each needs a fresh block and a copy before it is written.
-  std::vector<size_t> shared_written(const Seq& seq, int64_t start, int64_t end) const {
-    std::vector<size_t> out;
-    const size_t first = static_cast<size_t>(std::max<int64_t>(start, 0) / block_size_);
-    const size_t last = std::min(static_cast<size_t>(blocks_for_tokens(end)), seq.blocks.size());
-    for (size_t i = first; i < last; ++i)
-      if (pool_.refcount(seq.blocks[i]) > 1) out.push_back(i);
-    return out;
-  }
-
-  // Blocks seq must take to write tokens [start, end): growth plus copy-on-write.
-  int32_t blocks_short(const Seq& seq, int64_t start, int64_t end) const {
-    const int32_t grow = std::max(0, blocks_for_tokens(end) - static_cast<int32_t>(seq.blocks.size()));
-    return grow + static_cast<int32_t>(shared_written(seq, start, end).size());
-  }
-
-  // Gives seq its own blocks for tokens [start, end): copies of shared ones, then new ones at the
-  // end. LOOM_ERR_OUT_OF_MEMORY (state unchanged) when the free and evictable blocks are short.
-  void make_room(Seq& seq, uint64_t id, int64_t start, int64_t end) {
-    const int32_t extra = blocks_short(seq, start, end);
-    if (extra > pool_.num_available())
-      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache paged: request " + std::to_string(id) + " needs " +
-                                              std::to_string(extra) + " more blocks, " +
-                                              std::to_string(pool_.num_available()) + " free or evictable");
-    for (size_t i : shared_written(seq, start, end)) {
-      const int32_t old = seq.blocks[i];
-      const int32_t copy = pool_.take();  // old is referenced: take() cannot evict it
-      copies_.push(old, copy);
-      pool_.release(old);
-      seq.blocks[i] = copy;
-    }
-    while (static_cast<int32_t>(seq.blocks.size()) < blocks_for_tokens(end)) seq.blocks.push_back(pool_.take());
-  }
-
-  // A forked child's allocate: its shared tokens are the cached ones. Not a prefix lookup, so
-  // the prefix counters do not count it.
-  void allocate_forked(const loom_request_view& req, Seq& seq, int32_t num_new_tokens, int32_t* num_cached_tokens) {
-    if (req.num_tokens <= seq.forked)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: forked request " + std::to_string(req.request_id) +
-                                                 " shares " + std::to_string(seq.forked) + " tokens but its view holds " +
-                                                 std::to_string(req.num_tokens) + ": it needs one of its own");
-    make_room(seq, req.request_id, seq.forked, room(req, num_new_tokens));
-    if (num_cached_tokens != nullptr) *num_cached_tokens = seq.forked;
-    seq.forked = -1;
-  }
-
-  // Full blocks a lookup limited to `limit` tokens may use (the last token is always computed).
-  int64_t lookup_blocks(const loom_request_view& req, int64_t limit) const {
-    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
-    return usable > 0 ? usable / block_size_ : 0;
-  }
+  // SeqBlocks' hooks: the pool's take() evicts by itself, and prefix sharing never writes a
+  // shared block, so copy-on-write may start at any block.
+  int32_t available() const { return pool_.num_available(); }
+  void make_free(int32_t) {}
+  static size_t first_writable(const Seq&) { return 0; }
 
   // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
   block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const std::vector<Hit>& hits) const {
@@ -373,8 +276,6 @@ class PagedCache {
   bool prefix_caching_;
   bool check_invariants_;
   BlockPool pool_;
-  std::unordered_map<uint64_t, Seq> seqs_;
-  block_cache::BlockCopies copies_;
   block_cache::PrefixStats stats_;
 };
 

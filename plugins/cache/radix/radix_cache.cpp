@@ -35,12 +35,11 @@
 #include <boost/dll/alias.hpp>
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
-#include "block_copies.hpp"
 #include "block_hash.hpp"
 #include "block_pool.hpp"
 #include "loom/cache.h"
@@ -48,13 +47,24 @@
 #include "block_cache_abi.hpp"
 #include "kv_pool_config.hpp"
 #include "radix_tree.hpp"
+#include "seq_blocks.hpp"
 
 namespace loom::radix {
 namespace {
 
 using sdk::Error;
 
-class RadixCache {
+struct Seq {
+  std::vector<int32_t> blocks;  // the block table
+  Node* node = nullptr;         // end of the sequence's locked tree path (null: none)
+  int32_t depth = 0;            // blocks on that path: the table's first `depth` entries
+  uint64_t salt = 0;
+  int32_t forked = -1;          // >= 0: made by fork, not yet allocated; shares this many tokens
+};
+
+class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
+  friend class block_cache::SeqBlocks<RadixCache, Seq>;
+
  public:
   static constexpr const char* kLabel = "cache radix";
 
@@ -87,26 +97,17 @@ class RadixCache {
   }
 
   int32_t match_prefix(const loom_request_view& req) const {
-    if (const auto it = seqs_.find(req.request_id); it != seqs_.end() && it->second.forked >= 0)
-      return it->second.forked;
+    if (const int32_t forked = forked_tokens(req.request_id); forked >= 0) return forked;
     return static_cast<int32_t>(match(req, req.num_tokens).blocks.size()) * block_size_;
   }
 
   bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
-    const auto it = seqs_.find(req.request_id);
-    if (it != seqs_.end())
-      return blocks_short(it->second, write_start(it->second, req), room(req, num_new_tokens)) <= available();
+    if (const std::optional<bool> held = held_can_allocate(req, num_new_tokens)) return *held;
     return extra_blocks(req, num_new_tokens, match(req, room(req, num_new_tokens))) <= 0;
   }
 
   void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
-    if (const auto it = seqs_.find(req.request_id); it != seqs_.end()) {
-      if (it->second.forked < 0)
-        throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                    "cache radix: request " + std::to_string(req.request_id) + " already holds blocks");
-      allocate_forked(req, it->second, num_new_tokens, num_cached_tokens);
-      return;
-    }
+    if (allocate_held(req, num_new_tokens, num_cached_tokens)) return;
     const Match m = match(req, room(req, num_new_tokens));
     const int32_t short_by = extra_blocks(req, num_new_tokens, m);
     if (short_by > 0)
@@ -134,23 +135,10 @@ class RadixCache {
     if (num_cached_tokens != nullptr) *num_cached_tokens = cached;
   }
 
-  void append(const loom_request_view& req, int32_t num_new_tokens) {
-    Seq& seq = find(req.request_id);
-    if (seq.forked >= 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: forked request " + std::to_string(req.request_id) +
-                                                 " must be allocated before it is appended to");
-    make_room(seq, req.request_id, req.num_computed_tokens, room(req, num_new_tokens));
-  }
-
   // The child holds the parent's blocks for parent.num_computed_tokens tokens (refcounts + 1) and
   // one more lock on the parent's tree path. Takes no block, so never fails for lack of memory.
   void fork(const loom_request_view& parent, uint64_t child_id) {
-    const Seq& from = find(parent.request_id);
-    if (from.forked >= 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: request " + std::to_string(parent.request_id) +
-                                                 " is a fork not yet allocated; fork its parent instead");
-    if (seqs_.count(child_id) != 0)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: fork child " + std::to_string(child_id) + " already holds blocks");
+    const Seq& from = fork_source(parent, child_id);
     const int32_t tokens = parent.num_computed_tokens;
     const int32_t n = tokens >= 0 ? blocks_for_tokens(tokens) : -1;
     if (n < 0 || n > static_cast<int32_t>(from.blocks.size()) || static_cast<int64_t>(from.depth) * block_size_ > tokens)
@@ -172,8 +160,6 @@ class RadixCache {
     seqs_.emplace(child_id, std::move(child));
   }
 
-  loom_block_copy_list take_block_copies() { return copies_.take(); }
-
   // Inserts every full block the computed tokens now cover below the sequence's tree path.
   void commit(const loom_request_view& req) {
     Seq& seq = find(req.request_id);
@@ -194,13 +180,6 @@ class RadixCache {
     tree_.unlock(it->second.node);
     for (int32_t b : it->second.blocks) pool_.release(b);
     seqs_.erase(it);
-  }
-
-  loom_block_list block_table(uint64_t request_id) const {
-    const auto it = seqs_.find(request_id);
-    if (it == seqs_.end())
-      throw Error(LOOM_ERR_NOT_FOUND, "cache radix: request " + std::to_string(request_id) + " holds no blocks");
-    return loom_block_list{it->second.blocks.data(), static_cast<int32_t>(it->second.blocks.size())};
   }
 
   void usage(loom_cache_usage* out) const {
@@ -239,14 +218,6 @@ class RadixCache {
   }
 
  private:
-  struct Seq {
-    std::vector<int32_t> blocks;  // the block table
-    Node* node = nullptr;         // end of the sequence's locked tree path (null: none)
-    int32_t depth = 0;            // blocks on that path: the table's first `depth` entries
-    uint64_t salt = 0;
-    int32_t forked = -1;          // >= 0: made by fork, not yet allocated; shares this many tokens
-  };
-
   static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
     int64_t blocks = cfg.num_blocks;
     if (blocks == 0) {
@@ -261,84 +232,15 @@ class RadixCache {
     return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
   }
 
-  Seq& find(uint64_t request_id) {
-    const auto it = seqs_.find(request_id);
-    if (it == seqs_.end())
-      throw Error(LOOM_ERR_NOT_FOUND, "cache radix: request " + std::to_string(request_id) + " holds no blocks");
-    return it->second;
-  }
-
+  // SeqBlocks' hooks. Tree blocks (a table's first `depth`) hold committed tokens, which are
+  // never written, so copy-on-write starts past them.
   int32_t available() const { return pool_.num_free() + pool_.num_cached(); }
-  int64_t room(const loom_request_view& req, int32_t num_new_tokens) const {
-    return static_cast<int64_t>(req.num_computed_tokens) + num_new_tokens;
+  // Evicts unlocked tree leaves until `need` blocks are free; the caller has checked that free +
+  // evictable covers it.
+  void make_free(int32_t need) {
+    if (pool_.num_free() < need) tree_.evict(need - pool_.num_free(), pool_, &evicted_);
   }
-  int32_t blocks_for_tokens(int64_t tokens) const {
-    return static_cast<int32_t>((std::max<int64_t>(0, tokens) + block_size_ - 1) / block_size_);
-  }
-  int32_t blocks_for(const loom_request_view& req, int32_t num_new_tokens) const {
-    return blocks_for_tokens(room(req, num_new_tokens));
-  }
-
-  // Where the next write into seq begins: a forked child's first own token, else the view's.
-  static int64_t write_start(const Seq& seq, const loom_request_view& req) {
-    return seq.forked >= 0 ? seq.forked : req.num_computed_tokens;
-  }
-
-  // Table indices of the blocks a write of tokens [start, end) touches that another table also
-  // holds: each needs a fresh block and a copy before it is written. Tree blocks (the first
-  // `depth`) hold committed tokens, which are never written.
-  std::vector<size_t> shared_written(const Seq& seq, int64_t start, int64_t end) const {
-    std::vector<size_t> out;
-    const size_t first = std::max(static_cast<size_t>(std::max<int64_t>(start, 0) / block_size_),
-                                  static_cast<size_t>(seq.depth));
-    const size_t last = std::min(static_cast<size_t>(blocks_for_tokens(end)), seq.blocks.size());
-    for (size_t i = first; i < last; ++i)
-      if (pool_.refcount(seq.blocks[i]) > 1) out.push_back(i);
-    return out;
-  }
-
-  // Blocks seq must take to write tokens [start, end): growth plus copy-on-write.
-  int32_t blocks_short(const Seq& seq, int64_t start, int64_t end) const {
-    const int32_t grow = std::max(0, blocks_for_tokens(end) - static_cast<int32_t>(seq.blocks.size()));
-    return grow + static_cast<int32_t>(shared_written(seq, start, end).size());
-  }
-
-  // Gives seq its own blocks for tokens [start, end): copies of shared ones, then new ones at the
-  // end. LOOM_ERR_OUT_OF_MEMORY (state unchanged) when the free and evictable blocks are short.
-  void make_room(Seq& seq, uint64_t id, int64_t start, int64_t end) {
-    const int32_t extra = blocks_short(seq, start, end);
-    if (extra > available())
-      throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(id) + " needs " +
-                                              std::to_string(extra) + " more blocks, " +
-                                              std::to_string(available()) + " free or evictable");
-    if (pool_.num_free() < extra) tree_.evict(extra - pool_.num_free(), pool_, &evicted_);
-    for (size_t i : shared_written(seq, start, end)) {
-      const int32_t old = seq.blocks[i];
-      const int32_t copy = pool_.take();
-      copies_.push(old, copy);
-      pool_.release(old);  // still held by the other table
-      seq.blocks[i] = copy;
-    }
-    while (static_cast<int32_t>(seq.blocks.size()) < blocks_for_tokens(end)) seq.blocks.push_back(pool_.take());
-  }
-
-  // A forked child's allocate: its shared tokens are the cached ones. Not a prefix lookup, so
-  // the prefix counters do not count it.
-  void allocate_forked(const loom_request_view& req, Seq& seq, int32_t num_new_tokens, int32_t* num_cached_tokens) {
-    if (req.num_tokens <= seq.forked)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: forked request " + std::to_string(req.request_id) +
-                                                 " shares " + std::to_string(seq.forked) + " tokens but its view holds " +
-                                                 std::to_string(req.num_tokens) + ": it needs one of its own");
-    make_room(seq, req.request_id, seq.forked, room(req, num_new_tokens));
-    if (num_cached_tokens != nullptr) *num_cached_tokens = seq.forked;
-    seq.forked = -1;
-  }
-
-  // Full blocks a lookup limited to `limit` tokens may use (the last token is always computed).
-  int32_t lookup_blocks(const loom_request_view& req, int64_t limit) const {
-    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
-    return usable > 0 ? static_cast<int32_t>(usable / block_size_) : 0;
-  }
+  static size_t first_writable(const Seq& seq) { return static_cast<size_t>(seq.depth); }
 
   // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
   block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const Match& m) const {
@@ -362,7 +264,7 @@ class RadixCache {
   void grow(Seq& seq, int32_t need) {
     const int32_t extra = need - static_cast<int32_t>(seq.blocks.size());
     if (extra <= 0) return;
-    if (pool_.num_free() < extra) tree_.evict(extra - pool_.num_free(), pool_, &evicted_);
+    make_free(extra);
     while (static_cast<int32_t>(seq.blocks.size()) < need) seq.blocks.push_back(pool_.take());
   }
 
@@ -370,9 +272,7 @@ class RadixCache {
   // last token is always computed. Only a sequence starting from scratch can match.
   Match match(const loom_request_view& req, int64_t limit) const {
     if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return Match{};
-    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
-    const int32_t max_blocks = usable > 0 ? static_cast<int32_t>(usable / block_size_) : 0;
-    return tree_.match(req.cache_salt, tokens_of(req), max_blocks);
+    return tree_.match(req.cache_salt, tokens_of(req), lookup_blocks(req, limit));
   }
 
   // How many blocks a new sequence is short of, reusing the match: positive means it cannot be
@@ -393,8 +293,6 @@ class RadixCache {
   // Chained hashes of evicted blocks, for evicted misses: 4 pools' worth, enough to explain a
   // prompt that returns after a few turnovers of the pool, and bounded.
   block_cache::EvictedHashes evicted_;
-  std::unordered_map<uint64_t, Seq> seqs_;
-  block_cache::BlockCopies copies_;
   block_cache::PrefixStats stats_;
 };
 

@@ -1,8 +1,7 @@
 // Portable kernels: plain C++ the compiler vectorises for the baseline ISA. -ffp-contract=off
 // keeps every multiply and add separately rounded, so the order stated in none_gemm.hpp is the
 // order executed.
-#include <cstring>
-
+#include "loom/sdk_half.hpp"
 #include "none_gemm.hpp"
 
 namespace loom_none {
@@ -30,30 +29,6 @@ inline void dot_rows(const float* __restrict w, const float* __restrict x, int64
   }
 }
 
-float f16_to_f32(uint16_t h) {
-  const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t mant = h & 0x3ffu;
-  uint32_t bits;
-  if (exp == 0 && mant == 0) {
-    bits = sign;
-  } else if (exp == 0) {  // subnormal: renormalise
-    exp = 127 - 15 + 1;
-    while ((mant & 0x400u) == 0) {
-      mant <<= 1;
-      --exp;
-    }
-    bits = sign | (exp << 23) | ((mant & 0x3ffu) << 13);
-  } else if (exp == 0x1f) {
-    bits = sign | 0x7f800000u | (mant << 13);
-  } else {
-    bits = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
 }  // namespace
 
 void tile_portable(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
@@ -76,12 +51,9 @@ void tile_portable(const float* const* rows, int64_t n_rows, const float* x, int
 
 void widen_portable(const uint16_t* src, float* dst, int64_t n, bool bf16) {
   if (bf16) {
-    for (int64_t i = 0; i < n; ++i) {
-      const uint32_t bits = static_cast<uint32_t>(src[i]) << 16;
-      std::memcpy(dst + i, &bits, 4);
-    }
+    for (int64_t i = 0; i < n; ++i) dst[i] = loom::sdk::bf16_to_f32(src[i]);
   } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(src[i]);
+    for (int64_t i = 0; i < n; ++i) dst[i] = loom::sdk::f16_to_f32(src[i]);
   }
 }
 

@@ -1,7 +1,7 @@
 #include "tools/bench/model/bench_session.hpp"
 
 #include <chrono>
-#include <cmath>
+#include <algorithm>
 #include <ctime>
 
 #include "core/common/error.hpp"
@@ -17,25 +17,13 @@ BenchSession::BenchSession(const SessionSpec& spec)
   const LlamaHparams& hp = weights_.hparams;
   threads_ = std::make_unique<ThreadPool>(spec.threads);
   host_ = std::make_unique<PluginHost>(*threads_, spec.plugin_dirs);
-  loom_attention_create_args aa{};
-  aa.struct_size = sizeof(aa);
-  aa.n_heads = hp.n_heads;
-  aa.n_kv_heads = hp.n_kv_heads;
-  aa.head_dim = hp.head_dim;
-  aa.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  aa.kv_dtype = LOOM_DTYPE_F32;
-  aa.block_size = kBlockSize;
-  aa.device = loom_device{LOOM_DEVICE_CPU, 0};
-  attention_ = host_->create(PluginSpec{LOOM_KIND_ATTENTION, spec.attention, "", "{}"}, &aa);
-  loom_quantization_create_args qa{};
-  qa.struct_size = sizeof(qa);
-  qa.device = loom_device{LOOM_DEVICE_CPU, 0};
-  quantization_ = host_->create(PluginSpec{LOOM_KIND_QUANTIZATION, spec.quantization, "", "{}"}, &qa);
+  plugins_ = create_forward_plugins(*host_, PluginSpec{LOOM_KIND_ATTENTION, spec.attention, "", "{}"},
+                                    PluginSpec{LOOM_KIND_QUANTIZATION, spec.quantization, "", "{}"}, hp,
+                                    LOOM_DTYPE_F32, kBlockSize);
   pool_ = std::make_unique<KvPool>(KvPoolShape{hp.n_layers, max_seqs_ * blocks_per_seq_, kBlockSize, hp.n_kv_heads,
                                                hp.head_dim, LOOM_DTYPE_F32});
-  executor_ = std::make_unique<ModelExecutor>(
-      weights_, AttentionOps{attention_->self(), &attention_->vtable<loom_attention_vtable>()},
-      QuantOps{quantization_->self(), &quantization_->vtable<loom_quantization_vtable>()}, *pool_, *threads_);
+  executor_ = std::make_unique<ModelExecutor>(weights_, plugins_.attention_ops(), plugins_.quant_ops(), *pool_,
+                                              *threads_);
   block_ids_.resize(static_cast<size_t>(max_seqs_ * blocks_per_seq_));
   for (size_t i = 0; i < block_ids_.size(); ++i) block_ids_[i] = static_cast<int32_t>(i);
   // A fixed linear congruential sequence over the vocabulary, avoiding the first special ids.

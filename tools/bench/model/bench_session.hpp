@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/common/thread_pool.hpp"
+#include "core/engine/runtime_stack.hpp"
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/llama_model.hpp"
@@ -72,8 +73,7 @@ class BenchSession {
   LlamaWeights weights_;
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<PluginHost> host_;
-  std::unique_ptr<LoadedPlugin> attention_;
-  std::unique_ptr<LoadedPlugin> quantization_;
+  ForwardPlugins plugins_;  // the engine's attention + quantization, made the same way
   std::unique_ptr<KvPool> pool_;
   std::unique_ptr<ModelExecutor> executor_;
   BatchBuilder builder_;

@@ -1,0 +1,178 @@
+// cache/paged, cache/radix: the per-sequence block tables and their copy-on-write (interface
+// 1.1 fork). Both caches give every sequence a table of fixed-size blocks that grows block by
+// block; fork shares a parent's blocks with a child by refcount, and whoever first writes into
+// a block still shared gets a fresh one in its table plus a queued copy old -> new. Only the
+// prefix cache behind the tables differs, so that stays in each cache.
+//
+// SeqBlocks is a CRTP base. Seq must have `std::vector<int32_t> blocks` and `int32_t forked`
+// (>= 0: made by fork, not yet allocated; shares this many tokens). Cache must provide (the
+// base is its friend): kLabel ("cache paged"), block_size_, pool_ (refcount / take / release),
+// available() (free + evictable blocks), make_free(n) (makes n blocks free before they are
+// taken, or nothing where take() evicts by itself) and first_writable(seq) (table index below
+// which blocks hold committed tokens that are never written).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "block_copies.hpp"
+#include "loom/cache.h"
+#include "loom/sdk_core.hpp"
+
+namespace loom::block_cache {
+
+template <class Cache, class Seq>
+class SeqBlocks {
+ public:
+  loom_block_copy_list take_block_copies() { return copies_.take(); }
+
+  loom_block_list block_table(uint64_t request_id) const {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end()) throw_not_held(request_id);
+    return loom_block_list{it->second.blocks.data(), static_cast<int32_t>(it->second.blocks.size())};
+  }
+
+  void append(const loom_request_view& req, int32_t num_new_tokens) {
+    Seq& seq = find(req.request_id);
+    if (seq.forked >= 0)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": forked request " + std::to_string(req.request_id) +
+                                                      " must be allocated before it is appended to");
+    make_room(seq, req.request_id, req.num_computed_tokens, room(req, num_new_tokens));
+  }
+
+ protected:
+  // A forked child not yet allocated: the tokens it shares with its parent; else -1.
+  int32_t forked_tokens(uint64_t request_id) const {
+    const auto it = seqs_.find(request_id);
+    return it != seqs_.end() ? it->second.forked : -1;
+  }
+
+  // can_allocate for a request that already holds a table (a forked child, or append room);
+  // nullopt when it holds none, and the caller looks up its prefix instead.
+  std::optional<bool> held_can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
+    const auto it = seqs_.find(req.request_id);
+    if (it == seqs_.end()) return std::nullopt;
+    return blocks_short(it->second, write_start(it->second, req), room(req, num_new_tokens)) <= self().available();
+  }
+
+  // allocate for a request that already holds a table: a forked child gets its own blocks for
+  // what it writes, anything else is an error. False when it holds none (a new sequence).
+  bool allocate_held(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
+    const auto it = seqs_.find(req.request_id);
+    if (it == seqs_.end()) return false;
+    if (it->second.forked < 0)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT,
+                       label() + ": request " + std::to_string(req.request_id) + " already holds blocks");
+    allocate_forked(req, it->second, num_new_tokens, num_cached_tokens);
+    return true;
+  }
+
+  // The parent's table for fork(parent, child_id), after the checks every cache makes.
+  const Seq& fork_source(const loom_request_view& parent, uint64_t child_id) {
+    const Seq& from = find(parent.request_id);
+    if (from.forked >= 0)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": request " + std::to_string(parent.request_id) +
+                                                      " is a fork not yet allocated; fork its parent instead");
+    if (seqs_.count(child_id) != 0)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT,
+                       label() + ": fork child " + std::to_string(child_id) + " already holds blocks");
+    return from;
+  }
+
+  Seq& find(uint64_t request_id) {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end()) throw_not_held(request_id);
+    return it->second;
+  }
+
+  static int64_t room(const loom_request_view& req, int32_t num_new_tokens) {
+    return static_cast<int64_t>(req.num_computed_tokens) + num_new_tokens;
+  }
+  int32_t blocks_for_tokens(int64_t tokens) const {
+    const int32_t bs = self().block_size_;
+    return static_cast<int32_t>((std::max<int64_t>(0, tokens) + bs - 1) / bs);
+  }
+  int32_t blocks_for(const loom_request_view& req, int32_t num_new_tokens) const {
+    return blocks_for_tokens(room(req, num_new_tokens));
+  }
+
+  // Full blocks a lookup limited to `limit` tokens may use (the last token is always computed).
+  int32_t lookup_blocks(const loom_request_view& req, int64_t limit) const {
+    const int64_t usable = std::min<int64_t>(limit, req.num_tokens) - 1;
+    return usable > 0 ? static_cast<int32_t>(usable / self().block_size_) : 0;
+  }
+
+  std::unordered_map<uint64_t, Seq> seqs_;
+  BlockCopies copies_;
+
+ private:
+  const Cache& self() const { return static_cast<const Cache&>(*this); }
+  Cache& self() { return static_cast<Cache&>(*this); }
+  static std::string label() { return Cache::kLabel; }
+
+  [[noreturn]] static void throw_not_held(uint64_t request_id) {
+    throw sdk::Error(LOOM_ERR_NOT_FOUND, label() + ": request " + std::to_string(request_id) + " holds no blocks");
+  }
+
+  // Where the next write into seq begins: a forked child's first own token, else the view's.
+  static int64_t write_start(const Seq& seq, const loom_request_view& req) {
+    return seq.forked >= 0 ? seq.forked : req.num_computed_tokens;
+  }
+
+  // Table indices of the blocks a write of tokens [start, end) touches that another table also
+  // holds: each needs a fresh block and a copy before it is written.
+  std::vector<size_t> shared_written(const Seq& seq, int64_t start, int64_t end) const {
+    std::vector<size_t> out;
+    const size_t first = std::max(static_cast<size_t>(std::max<int64_t>(start, 0) / self().block_size_),
+                                  self().first_writable(seq));
+    const size_t last = std::min(static_cast<size_t>(blocks_for_tokens(end)), seq.blocks.size());
+    for (size_t i = first; i < last; ++i)
+      if (self().pool_.refcount(seq.blocks[i]) > 1) out.push_back(i);
+    return out;
+  }
+
+  // Blocks seq must take to write tokens [start, end): growth plus copy-on-write.
+  int32_t blocks_short(const Seq& seq, int64_t start, int64_t end) const {
+    const int32_t grow = std::max(0, blocks_for_tokens(end) - static_cast<int32_t>(seq.blocks.size()));
+    return grow + static_cast<int32_t>(shared_written(seq, start, end).size());
+  }
+
+  // Gives seq its own blocks for tokens [start, end): copies of shared ones, then new ones at the
+  // end. LOOM_ERR_OUT_OF_MEMORY (state unchanged) when the free and evictable blocks are short.
+  void make_room(Seq& seq, uint64_t id, int64_t start, int64_t end) {
+    const int32_t extra = blocks_short(seq, start, end);
+    if (extra > self().available())
+      throw sdk::Error(LOOM_ERR_OUT_OF_MEMORY, label() + ": request " + std::to_string(id) + " needs " +
+                                                   std::to_string(extra) + " more blocks, " +
+                                                   std::to_string(self().available()) + " free or evictable");
+    self().make_free(extra);
+    auto& pool = self().pool_;
+    for (size_t i : shared_written(seq, start, end)) {
+      const int32_t old = seq.blocks[i];
+      const int32_t copy = pool.take();  // old is referenced: take() cannot evict it
+      copies_.push(old, copy);
+      pool.release(old);  // still held by the other table
+      seq.blocks[i] = copy;
+    }
+    while (static_cast<int32_t>(seq.blocks.size()) < blocks_for_tokens(end)) seq.blocks.push_back(pool.take());
+  }
+
+  // A forked child's allocate: its shared tokens are the cached ones. Not a prefix lookup, so
+  // the prefix counters do not count it.
+  void allocate_forked(const loom_request_view& req, Seq& seq, int32_t num_new_tokens, int32_t* num_cached_tokens) {
+    if (req.num_tokens <= seq.forked)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": forked request " + std::to_string(req.request_id) +
+                                                      " shares " + std::to_string(seq.forked) +
+                                                      " tokens but its view holds " + std::to_string(req.num_tokens) +
+                                                      ": it needs one of its own");
+    make_room(seq, req.request_id, seq.forked, room(req, num_new_tokens));
+    if (num_cached_tokens != nullptr) *num_cached_tokens = seq.forked;
+    seq.forked = -1;
+  }
+};
+
+}  // namespace loom::block_cache
