@@ -86,18 +86,21 @@ TOML
 start_llama() { server_pid="$("$root/tools/peers/llama_server.sh" "$serve_model" "$port" "$serve_threads" 4096 "$build")"; }
 
 serve_runs() {  # serve_runs ENGINE
-  local base=(--base-url "http://127.0.0.1:$port" --tokenizer "$serve_model" --seed 1
+  # Every run has its own --seed, so no run re-sends another's prompts: a prefix cache (Loom's,
+  # or the peer's last-prompt match) must not turn a repeated prompt into a free prefill.
+  local base=(--base-url "http://127.0.0.1:$port" --tokenizer "$serve_model"
               --dataset-name random --random-input-len 512 --random-output-len 128 --no-ignore-eos)
-  "$bin/loom-bench" serve "${base[@]}" --num-prompts 1 --max-concurrency 1 >/dev/null  # warm-up
+  "$bin/loom-bench" serve "${base[@]}" --seed 100 --num-prompts 1 --max-concurrency 1 >/dev/null  # warm-up
   for c in 1 8 32; do
     local n=$(( c < 2 ? 4 : c * 2 )); (( c == 32 )) && n=32
     echo "== serving: $1 concurrency $c ($n prompts)" >&2
-    "$bin/loom-bench" serve "${base[@]}" --num-prompts "$n" --max-concurrency "$c" \
+    "$bin/loom-bench" serve "${base[@]}" --seed "$c" --num-prompts "$n" --max-concurrency "$c" \
       --json "$out/serve-$1-c$c.json" >"$out/serve-$1-c$c.txt"
   done
+  local seed=200
   for r in 0.25 0.5 1; do
     echo "== serving: $1 request rate $r/s" >&2
-    "$bin/loom-bench" serve "${base[@]}" --num-prompts 16 --request-rate "$r" \
+    "$bin/loom-bench" serve "${base[@]}" --seed "$((seed++))" --num-prompts 16 --request-rate "$r" \
       --json "$out/serve-$1-r$r.json" >"$out/serve-$1-r$r.txt"
   done
 }

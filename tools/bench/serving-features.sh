@@ -52,9 +52,13 @@ TOML
   echo "serving-features: $name did not start" >&2; exit 1
 }
 
+seed=1
 bench() {  # bench NAME loom-bench-serve-args...
+  # A fresh --seed per run: runs on the same server never share prompts (no accidental prefix
+  # hits). Within the prefix-reuse runs the shared prefix is the point, and it comes from the
+  # workload itself.
   local name="$1"; shift
-  "$bin/loom-bench" serve --base-url "http://127.0.0.1:$port" --tokenizer "$model" --seed 1 \
+  "$bin/loom-bench" serve --base-url "http://127.0.0.1:$port" --tokenizer "$model" --seed "$((seed++))" \
     --json "$out/$name.json" "$@" >"$out/$name.txt"
 }
 
