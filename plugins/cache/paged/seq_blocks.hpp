@@ -28,6 +28,19 @@ namespace loom::block_cache {
 template <class Cache, class Seq>
 class SeqBlocks {
  public:
+  int32_t num_blocks() const { return self().pool_.num_blocks(); }
+  int32_t block_size() const { return self().block_size_; }
+
+  // Whether a request of max_total_tokens could ever fit in the whole, empty pool.
+  bool fits(int32_t max_total_tokens, loom_error_buf* err) const {
+    const int64_t capacity = static_cast<int64_t>(num_blocks()) * block_size();
+    if (max_total_tokens <= capacity) return true;
+    sdk::write_error(err, "max_total_tokens " + std::to_string(max_total_tokens) + " exceeds the whole KV pool: " +
+                              std::to_string(num_blocks()) + " blocks x " + std::to_string(block_size()) +
+                              " tokens = " + std::to_string(capacity) + " tokens");
+    return false;
+  }
+
   loom_block_copy_list take_block_copies() { return copies_.take(); }
 
   loom_block_list block_table(uint64_t request_id) const {

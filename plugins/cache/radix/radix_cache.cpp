@@ -84,18 +84,6 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
                check_invariants_ ? ", invariants checked after every change" : "");
   }
 
-  int32_t num_blocks() const { return pool_.num_blocks(); }
-  int32_t block_size() const { return block_size_; }
-
-  bool fits(int32_t max_total_tokens, loom_error_buf* err) const {
-    const int64_t capacity = static_cast<int64_t>(num_blocks()) * block_size_;
-    if (max_total_tokens <= capacity) return true;
-    sdk::write_error(err, "max_total_tokens " + std::to_string(max_total_tokens) + " exceeds the whole KV pool: " +
-                              std::to_string(num_blocks()) + " blocks x " + std::to_string(block_size_) +
-                              " tokens = " + std::to_string(capacity) + " tokens");
-    return false;
-  }
-
   int32_t match_prefix(const loom_request_view& req) const {
     if (const int32_t forked = forked_tokens(req.request_id); forked >= 0) return forked;
     return static_cast<int32_t>(match(req, req.num_tokens).blocks.size()) * block_size_;
