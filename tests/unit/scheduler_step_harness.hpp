@@ -144,7 +144,7 @@ class SchedulerSteps : public ::testing::Test {
       EXPECT_LE(r.computed, cache_.held.at(sr.request_id)) << "no room for request " << sr.request_id;
       if (r.computed < r.num_tokens()) continue;
       ++r.generated;
-      if (r.num_tokens() >= r.max_total) {
+      if (finish_at_max_total_ && r.num_tokens() >= r.max_total) {
         sched_->call("remove_request", &loom_scheduler_vtable::remove_request, sr.request_id);
         cache_.held.erase(sr.request_id);
         reqs_.erase(sr.request_id);
@@ -160,6 +160,8 @@ class SchedulerSteps : public ::testing::Test {
   }
 
   std::string plugin_;
+  // false: requests keep running past max_total, to script a lone request outgrowing the pool.
+  bool finish_at_max_total_ = true;
   ThreadPool pool_{1};
   PluginHost host_{pool_, {}};
   std::unique_ptr<LoadedPlugin> sched_;

@@ -1,150 +1,15 @@
 // scheduler/fcfs decisions, step by step, on a fake token-granular cache (block size 1, grows
-// on demand) with exact expectations.
+// on demand) with exact expectations. The fixture is the shared scheduler step harness.
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <map>
+#include "scheduler_step_harness.hpp"
 
-#include "core/common/thread_pool.hpp"
-#include "core/plugin/plugin_host.hpp"
-#include "loom/scheduler.h"
-
-namespace loom {
+namespace loom::test {
 namespace {
 
-// A cache of `capacity` token slots; a sequence holds exactly the tokens asked for.
-struct FakeCache {
-  int32_t capacity = 0;
-  std::map<uint64_t, int32_t> held;
-  int32_t used() const {
-    int32_t n = 0;
-    for (const auto& [id, t] : held) n += t;
-    return n;
-  }
-
-  static FakeCache& of(void* self) { return *static_cast<FakeCache*>(self); }
-  static loom_status fits(void* self, int32_t max_total, int32_t* ok, loom_error_buf* err) {
-    *ok = max_total <= of(self).capacity;
-    if (!*ok) std::snprintf(err->data, err->capacity, "needs %d > %d", max_total, of(self).capacity);
-    return LOOM_OK;
-  }
-  static loom_status can_allocate(void* self, const loom_request_view* r, int32_t n, int32_t* ok, loom_error_buf*) {
-    *ok = of(self).used() + r->num_computed_tokens + n <= of(self).capacity;
-    return LOOM_OK;
-  }
-  static loom_status allocate(void* self, const loom_request_view* r, int32_t n, int32_t* cached, loom_error_buf*) {
-    FakeCache& c = of(self);
-    if (c.held.count(r->request_id) || c.used() + n > c.capacity) return LOOM_ERR_OUT_OF_MEMORY;
-    c.held[r->request_id] = r->num_computed_tokens + n;
-    *cached = 0;
-    return LOOM_OK;
-  }
-  static loom_status append(void* self, const loom_request_view* r, int32_t n, loom_error_buf*) {
-    FakeCache& c = of(self);
-    auto it = c.held.find(r->request_id);
-    if (it == c.held.end()) return LOOM_ERR_NOT_FOUND;
-    const int32_t grow = r->num_computed_tokens + n - it->second;
-    if (grow > 0 && c.used() + grow > c.capacity) return LOOM_ERR_OUT_OF_MEMORY;
-    if (grow > 0) it->second += grow;
-    return LOOM_OK;
-  }
-  static loom_status free_fn(void* self, uint64_t id, loom_error_buf*) {
-    of(self).held.erase(id);
-    return LOOM_OK;
-  }
-};
-
-const loom_cache_vtable kFakeVtable = {sizeof(loom_cache_vtable), nullptr, &FakeCache::fits, nullptr,
-                                       &FakeCache::can_allocate, &FakeCache::allocate, &FakeCache::append,
-                                       nullptr, &FakeCache::free_fn, nullptr, nullptr};
-
-struct Req {
-  int32_t prompt;
-  int32_t generated = 0;
-  int32_t computed = 0;
-  int32_t max_total;
-  int32_t num_tokens() const { return prompt + generated; }
-};
-
-using Sched = std::vector<std::pair<uint64_t, int32_t>>;  // (id, num_new_tokens)
-
-class Fcfs : public ::testing::Test {
+class Fcfs : public SchedulerSteps {
  protected:
-  void make(const std::string& config, int32_t capacity) {
-    cache_.capacity = capacity;
-    sched_ = host_.create(PluginSpec{LOOM_KIND_SCHEDULER, "fcfs", "", config}, nullptr);
-  }
-  void add(uint64_t id, int32_t prompt, int32_t max_total) {
-    reqs_[id] = Req{prompt, 0, 0, max_total};
-    const loom_request_view v = view(id);
-    sched_->call("add_request", &loom_scheduler_vtable::add_request, &v);
-  }
-  loom_request_view view(uint64_t id) {
-    const Req& r = reqs_.at(id);
-    loom_request_view v{};
-    v.struct_size = sizeof(v);
-    v.request_id = id;
-    v.num_tokens = r.num_tokens();
-    v.num_prompt_tokens = r.prompt;
-    v.num_computed_tokens = r.computed;
-    v.max_total_tokens = r.max_total;
-    return v;
-  }
-  static loom_status get_request(void* ctx, uint64_t id, loom_request_view* out) {
-    auto* self = static_cast<Fcfs*>(ctx);
-    if (!self->reqs_.count(id)) return LOOM_ERR_NOT_FOUND;
-    *out = self->view(id);
-    return LOOM_OK;
-  }
-  // One step as the engine runs it: schedule, then advance computed tokens and append a
-  // generated token to every request whose prompt (and generated tokens) are all computed.
-  Sched step() {
-    loom_sched_context ctx{};
-    ctx.struct_size = sizeof(ctx);
-    ctx.cache = loom_cache_handle{&cache_, &kFakeVtable};
-    ctx.host_ctx = this;
-    ctx.get_request = &Fcfs::get_request;
-    std::vector<loom_scheduled_request> s(16);
-    std::vector<uint64_t> pre(16), rej(16);
-    loom_sched_output out{};
-    out.struct_size = sizeof(out);
-    out.scheduled = s.data();
-    out.scheduled_capacity = 16;
-    out.preempted = pre.data();
-    out.preempted_capacity = 16;
-    out.rejected = rej.data();
-    out.rejected_capacity = 16;
-    sched_->call("schedule", &loom_scheduler_vtable::schedule, &ctx, &out);
-    preempted_.assign(pre.begin(), pre.begin() + out.num_preempted);
-    rejected_.assign(rej.begin(), rej.begin() + out.num_rejected);
-    for (uint64_t id : preempted_) reqs_.at(id).computed = 0;
-    for (uint64_t id : rejected_) {
-      reqs_.erase(id);
-      sched_->call("remove_request", &loom_scheduler_vtable::remove_request, id);
-    }
-    Sched result;
-    for (int32_t i = 0; i < out.num_scheduled; ++i) {
-      EXPECT_EQ(s[static_cast<size_t>(i)].num_cached_tokens, 0);
-      result.emplace_back(s[static_cast<size_t>(i)].request_id, s[static_cast<size_t>(i)].num_new_tokens);
-      Req& r = reqs_.at(s[static_cast<size_t>(i)].request_id);
-      r.computed += s[static_cast<size_t>(i)].num_new_tokens;
-      if (r.computed == r.num_tokens()) ++r.generated;
-    }
-    return result;
-  }
-  loom_sched_stats stats() {
-    loom_sched_stats st{};
-    st.struct_size = sizeof(st);
-    sched_->call("stats", &loom_scheduler_vtable::stats, &st);
-    return st;
-  }
-
-  ThreadPool pool_{1};
-  PluginHost host_{pool_, {}};
-  std::unique_ptr<LoadedPlugin> sched_;
-  FakeCache cache_;
-  std::map<uint64_t, Req> reqs_;
-  std::vector<uint64_t> preempted_, rejected_;
+  Fcfs() : SchedulerSteps("fcfs") {}
 };
 
 TEST_F(Fcfs, TokenBudgetChunksPrompts) {
@@ -212,6 +77,7 @@ TEST_F(Fcfs, PreemptsTheNewestAndRecomputesItLater) {
 }
 
 TEST_F(Fcfs, PreemptsItselfWhenItIsTheNewest) {
+  finish_at_max_total_ = false;
   make("{}", 6);
   add(1, 5, 6);
   EXPECT_EQ(step(), (Sched{{1, 5}}));
@@ -239,4 +105,4 @@ TEST_F(Fcfs, ConfigErrors) {
 }
 
 }  // namespace
-}  // namespace loom
+}  // namespace loom::test

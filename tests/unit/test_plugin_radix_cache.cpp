@@ -194,18 +194,7 @@ TEST_F(Radix, SamePrefixComputedTwiceAdoptsTheFirstCopy) {
   EXPECT_EQ(match(Req{4, cat(seq(1, 9), {42, 43, 44, 45})}), 12);
 }
 
-TEST_F(Radix, NeverCachesEveryToken) {
-  open();
-  run_and_free(Req{1, seq(1, 8)});
-  EXPECT_EQ(match(Req{2, seq(1, 8)}), 4) << "the last token must be computed";
-  EXPECT_EQ(match(Req{2, seq(1, 9)}), 8);
-  Req r{2, seq(1, 8)};
-  EXPECT_EQ(alloc(r, 8), 4);
-  free(2);
-  Req s{3, seq(1, 9)};
-  EXPECT_EQ(alloc(s, 5), 4) << "a room of 5 tokens can hold at most 4 cached ones";
-  EXPECT_EQ(table(3), (std::vector<int32_t>{0, 2}));
-}
+TEST_F(Radix, NeverCachesEveryToken) { never_caches_every_token(); }
 
 TEST_F(Radix, CanAllocateDoesNotCountReusedBlocksTwice) {
   open();
@@ -224,87 +213,15 @@ TEST_F(Radix, CanAllocateDoesNotCountReusedBlocksTwice) {
   EXPECT_EQ(u.free_blocks, 0);
 }
 
-TEST_F(Radix, RefusalsChangeNothing) {
-  open();
-  Req a{1, seq(1, 24)};
-  alloc(a, 24);  // 6 blocks
-  Req b{2, seq(100, 12)};
-  EXPECT_EQ(can(b, 12), 0);
-  EXPECT_EQ(try_alloc(b, 12), LOOM_ERR_OUT_OF_MEMORY);
-  EXPECT_EQ(can(b, 8), 1);
-  alloc(b, 8);  // the last 2 blocks
-  const loom_cache_usage before = usage();
-  const std::vector<int32_t> table_before = table(1);
-  a.computed = 24;
-  EXPECT_EQ(can(a, 1), 0);
-  std::string msg;
-  const loom_request_view v = a.view();
-  EXPECT_EQ(p_->try_call(&msg, &loom_cache_vtable::append, &v, 1), LOOM_ERR_OUT_OF_MEMORY);
-  EXPECT_NE(msg.find("more blocks"), std::string::npos) << msg;
-  EXPECT_EQ(table(1), table_before);
-  const loom_cache_usage after = usage();
-  EXPECT_EQ(after.used_blocks, before.used_blocks);
-  EXPECT_EQ(after.free_blocks, before.free_blocks);
-  EXPECT_EQ(after.num_seqs, 2);
-  EXPECT_EQ(append(a, 0), LOOM_OK);  // no growth needed
-}
+TEST_F(Radix, RefusalsChangeNothing) { refusals_change_nothing(); }
 
-TEST_F(Radix, FitsIsTheWholePool) {
-  open();
-  int32_t ok = -1;
-  p_->call("fits", &loom_cache_vtable::fits, int32_t{32}, &ok);
-  EXPECT_EQ(ok, 1);
-  char text[256] = {0};
-  loom_error_buf err{text, sizeof(text)};
-  ASSERT_EQ(p_->vtable<loom_cache_vtable>().fits(p_->self(), 33, &ok, &err), LOOM_OK);
-  EXPECT_EQ(ok, 0);
-  EXPECT_NE(std::string(text).find("8 blocks x 4 tokens = 32 tokens"), std::string::npos) << text;
-}
+TEST_F(Radix, FitsIsTheWholePool) { fits_is_the_whole_pool(); }
 
-TEST_F(Radix, PrefixCachingCanBeTurnedOff) {
-  open(R"({"num_blocks": 8, "block_size": 4, "enable_prefix_caching": false, "check_invariants": true})");
-  run_and_free(Req{1, seq(1, 8)});
-  EXPECT_EQ(match(Req{2, seq(1, 9)}), 0);
-  EXPECT_EQ(alloc(Req{2, seq(1, 9)}, 9), 0);
-  const loom_cache_usage u = usage();
-  EXPECT_EQ(u.cached_blocks, 0);
-  EXPECT_EQ(u.prefix_query_tokens, 0);
-}
+TEST_F(Radix, PrefixCachingCanBeTurnedOff) { prefix_caching_can_be_turned_off(); }
 
-TEST_F(Radix, PoolSizeFromKvMemory) {
-  loom_cache_layout lay{};
-  auto blocks = [&](const std::string& cfg, int64_t bytes_per_token) {
-    make(cfg, bytes_per_token)->call("layout", &loom_cache_vtable::layout, &lay);
-    return lay.num_blocks;
-  };
-  EXPECT_EQ(blocks(R"({"kv_memory": 4096, "block_size": 4})", 16), 64);
-  EXPECT_EQ(blocks(R"({"kv_memory": "1KiB", "block_size": 4})", 16), 16);
-  EXPECT_EQ(blocks(R"({"kv_memory": "1KB", "block_size": 4})", 16), 15);
-  EXPECT_EQ(blocks(R"({"kv_memory": "2GiB"})", int64_t{1} << 20), 128);
-  EXPECT_EQ(blocks(R"({"kv_memory": "1.5GB"})", int64_t{1} << 20), 89);  // 1.5e9 / 16 MiB
-  EXPECT_EQ(blocks(R"({"kv_memory": "64 MiB"})", int64_t{1} << 16), 64);
-  EXPECT_EQ(blocks("{}", int64_t{1} << 16), 64);  // defaults: 64 MiB, 16 tokens
-  EXPECT_EQ(lay.block_size, 16);
-}
+TEST_F(Radix, PoolSizeFromKvMemory) { pool_size_from_kv_memory(); }
 
-TEST_F(Radix, ConfigErrorsAreAllReported) {
-  try {
-    make(R"({"kv_memory": "lots", "num_blocks": 4, "block_size": 0, "enable_prefix_caching": 1, "colour": 1})");
-    FAIL() << "a bad config was accepted";
-  } catch (const Error& e) {
-    const std::string m = e.what();
-    EXPECT_NE(m.find("kv_memory must be"), std::string::npos) << m;
-    EXPECT_NE(m.find("block_size must be"), std::string::npos) << m;
-    EXPECT_NE(m.find("enable_prefix_caching must be"), std::string::npos) << m;
-    EXPECT_NE(m.find("unknown key \"colour\""), std::string::npos) << m;
-    EXPECT_NE(m.find("not both"), std::string::npos) << m;
-  }
-  EXPECT_THROW(make(R"({"kv_memory": "12 parsecs"})"), Error);
-  EXPECT_THROW(make(R"({"kv_memory": "1.2.3MB"})"), Error);
-  EXPECT_THROW(make(R"({"num_blocks": 0})"), Error);
-  EXPECT_THROW(make("[1]"), Error);
-  EXPECT_THROW(make(R"({"kv_memory": 10, "block_size": 4})", 64), Error);  // not one block
-}
+TEST_F(Radix, ConfigErrorsAreAllReported) { config_errors_are_all_reported(); }
 
 // ---- interface 1.1: fork, copy-on-write, miss reasons (scenarios in cache_step_harness.hpp) ----
 
