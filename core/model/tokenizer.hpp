@@ -1,5 +1,6 @@
 // The tokenizer interface the engine and the server use. Implementations: SentencePiece-style BPE
-// (spm_tokenizer.hpp); byte-level BPE and WordPiece come later behind the same interface.
+// (spm_tokenizer.hpp), byte-level BPE (bpe_tokenizer.hpp) and WordPiece (wordpiece_tokenizer.hpp).
+// Hugging Face tokenizer.json files load with load_tokenizer_json() (tokenizer_json.hpp).
 #pragma once
 
 #include <cstdint>
@@ -39,8 +40,10 @@ class Tokenizer {
   virtual bool is_control(int32_t id) const = 0;
 };
 
-// The tokenizer stored in a GGUF file's metadata (tokenizer.ggml.*). Throws loom::Error when the
-// file has no tokenizer or one of a model type that is not supported (naming it).
+// The tokenizer stored in a GGUF file's metadata (tokenizer.ggml.*): tokenizer.ggml.model "llama"
+// (SentencePiece BPE), "gpt2" (byte-level BPE, pre-tokenizer from tokenizer.ggml.pre) or "bert"
+// (WordPiece). Throws loom::Error when the file has no tokenizer or one of a model type that is
+// not supported (naming it).
 std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& file);
 
 }  // namespace loom

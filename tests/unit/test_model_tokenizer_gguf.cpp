@@ -17,6 +17,8 @@
 #include "core/model/spm_tokenizer.hpp"
 #include "core/model/tokenizer.hpp"
 
+#include "tests/unit/vocab_cases.hpp"
+
 namespace loom {
 namespace {
 
@@ -24,47 +26,9 @@ const std::string kData = LOOM_TEST_DATA;
 const std::string kLlamaSpm = kData + "/vocab/ggml-vocab-llama-spm.gguf";
 const std::string kStories = kData + "/stories260K.llamacpp.gguf";
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-struct VocabCase {
-  std::string text;
-  std::vector<int32_t> ids;
-};
-
-// The format llama.cpp's test-tokenizer-0 reads: inputs separated by "\n__ggml_vocab_test__\n"
-// (the file ends with one), outputs one line of space-separated ids per input.
-std::vector<VocabCase> read_vocab_cases(const std::string& gguf_path) {
-  const std::string inp = read_file(gguf_path + ".inp");
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> texts;
-  for (size_t pos = 0; pos < inp.size();) {
-    const size_t next = inp.find(sep, pos);
-    if (next == std::string::npos) {
-      texts.push_back(inp.substr(pos));
-      break;
-    }
-    texts.push_back(inp.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  std::istringstream out(read_file(gguf_path + ".out"));
-  std::vector<VocabCase> cases;
-  std::string line;
-  for (size_t i = 0; std::getline(out, line); ++i) {
-    VocabCase c;
-    c.text = i < texts.size() ? texts[i] : "";
-    std::istringstream ids(line);
-    for (int32_t id; ids >> id;) c.ids.push_back(id);
-    cases.push_back(std::move(c));
-  }
-  EXPECT_EQ(cases.size(), texts.size());
-  return cases;
-}
+using test::read_file;
+using test::read_vocab_cases;
+using test::VocabCase;
 
 TEST(TokenizerGguf, LlamaSpmMatchesLlamaCppVectors) {
   const GgufFile file = GgufFile::open(kLlamaSpm);
@@ -258,11 +222,18 @@ TEST(TokenizerGguf, SyntheticFileDefaultsAndFlags) {
 
 TEST(TokenizerGguf, UnsupportedModelTypeIsNamed) {
   GgufWriter w = tiny_vocab_writer();
-  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.model", "rwkv");
   const std::string err = load_error(w);
   EXPECT_NE(err.find("synthetic.gguf"), std::string::npos) << err;
-  EXPECT_NE(err.find("'gpt2'"), std::string::npos) << err;
+  EXPECT_NE(err.find("'rwkv'"), std::string::npos) << err;
   EXPECT_NE(err.find("supported: llama"), std::string::npos) << err;
+}
+
+TEST(TokenizerGguf, Gpt2WithoutMergesIsNamed) {
+  GgufWriter w = tiny_vocab_writer();
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  const std::string err = load_error(w);
+  EXPECT_NE(err.find("tokenizer.ggml.merges"), std::string::npos) << err;
 }
 
 TEST(TokenizerGguf, MalformedMetadataIsNamed) {
