@@ -32,6 +32,7 @@ class Engine final : public EngineInterface {
   EngineStats stats() const override;
   const ModelInfo& model_info() const override { return info_; }
   const Tokenizer& tokenizer() const override { return *stack_->tokenizer; }
+  const ChatTemplate* chat_template() const override { return stack_->chat_template.get(); }
 
   // Stops the engine thread; requests still live are finished with kAbort.
   void shutdown();

@@ -14,6 +14,7 @@
 
 namespace loom {
 
+class ChatTemplate;
 class Tokenizer;
 
 struct SamplingParams {
@@ -122,6 +123,8 @@ class EngineInterface {
   virtual EngineStats stats() const = 0;
   virtual const ModelInfo& model_info() const = 0;
   virtual const Tokenizer& tokenizer() const = 0;
+  // The model's own chat template; nullptr when it has none (the fallback format is used).
+  virtual const ChatTemplate* chat_template() const { return nullptr; }
 };
 
 }  // namespace loom

@@ -1,5 +1,10 @@
 #include "core/server/chat_prompt.hpp"
 
+#include "core/model/chat_template.hpp"
+#include "core/model/tokenizer.hpp"
+#include "core/server/api_error.hpp"
+#include "core/server/json_fields.hpp"
+
 namespace loom {
 
 std::string render_chat_prompt(const std::vector<ChatMessage>& messages,
@@ -13,6 +18,35 @@ std::string render_chat_prompt(const std::vector<ChatMessage>& messages,
     if (m.role != "system") out += m.content + "\n";
   }
   return out;
+}
+
+std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_view body,
+                              const std::vector<ChatMessage>& messages) {
+  // Ordered, so tool arguments keep the client's key order when a template prints them (tojson).
+  const auto json = nlohmann::ordered_json::parse(body);
+  bool add_generation_prompt = true;
+  if (const auto it = json.find("add_generation_prompt"); it != json.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw bad_field("add_generation_prompt", "'add_generation_prompt' must be a boolean");
+    add_generation_prompt = it->get<bool>();
+  }
+  if (!chat_template) return render_chat_prompt(messages, add_generation_prompt);
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
+  if (const auto it = json.find("chat_template_kwargs"); it != json.end() && !it->is_null()) {
+    if (!it->is_object()) throw bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    kwargs = *it;
+  }
+  if (const auto it = json.find("tools"); it != json.end() && !it->is_null() && !kwargs.contains("tools")) {
+    kwargs["tools"] = *it;
+  }
+  return chat_template->render(json.at("messages"), add_generation_prompt, kwargs);
+}
+
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                                          const std::string& text) {
+  if (!chat_template) return tokenizer.encode(text, /*add_special=*/true);
+  const std::string& bos = chat_template->bos_token();
+  const bool wrote_bos = !bos.empty() && text.compare(0, bos.size(), bos) == 0;
+  return tokenizer.encode(text, /*add_special=*/!wrote_bos, /*parse_special=*/true);
 }
 
 }  // namespace loom

@@ -1,12 +1,17 @@
-// Chat messages -> one prompt string. This is the single place a chat template is applied; the
-// Jinja renderer of the model's own template plugs in here later. Until then every model gets the
-// fallback format below.
+// Chat messages -> one prompt string and its token ids. This is the single place a chat template
+// is applied: the model's own Jinja template when it has one (core/model/chat_template.hpp), else
+// the fallback format below.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace loom {
+
+class ChatTemplate;
+class Tokenizer;
 
 struct ChatMessage {
   std::string role;     // "system", "user" or "assistant"
@@ -16,9 +21,21 @@ struct ChatMessage {
 // Fallback format, for models without a chat template (e.g. plain story models): the system
 // messages first, then the others in order; each message is its content followed by "\n". Roles
 // are not written, so a plain-text model continues the conversation as prose.
-// add_generation_prompt adds nothing in this format (there is no assistant header to open);
-// it is kept for the template renderer that will share this signature.
+// add_generation_prompt adds nothing in this format (there is no assistant header to open).
 std::string render_chat_prompt(const std::vector<ChatMessage>& messages,
                                bool add_generation_prompt);
+
+// The prompt text for a chat request body (already validated into `messages`). With a template:
+// the body's own "messages" (every field passed through), "tools" when set,
+// "chat_template_kwargs" (e.g. enable_thinking) as top-level template variables, and
+// "add_generation_prompt" (default true). Throws loom::Error when the template raises.
+std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_view body,
+                              const std::vector<ChatMessage>& messages);
+
+// Token ids of a rendered prompt. A template's text is tokenized with its special-token text
+// ("<|im_start|>") read as special tokens, and BOS is not added again when the text already
+// starts with the template's bos_token; fallback text gets the tokenizer's usual BOS.
+std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate* chat_template,
+                                          const std::string& text);
 
 }  // namespace loom
