@@ -22,7 +22,9 @@
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/llama_model.hpp"
 #include "core/executor/model_executor.hpp"
+#include "core/executor/model_source.hpp"
 #include "core/executor/sampler.hpp"
+#include "core/model/chat_template.hpp"
 #include "core/model/gguf_file.hpp"
 #include "core/model/tokenizer.hpp"
 #include "core/plugin/plugin_host.hpp"
@@ -113,9 +115,10 @@ class RuntimeStack {
   int32_t swap_in(const RequestState& req, int32_t num_new_tokens);
   RuntimeUsage usage() const;
 
-  GgufFile model_file;
+  std::unique_ptr<ModelSource> model;  // a GGUF file or a Hugging Face directory
   LlamaHparams hparams;
   std::unique_ptr<Tokenizer> tokenizer;
+  std::unique_ptr<ChatTemplate> chat_template;  // null when the model file has none
   int32_t max_model_len = 0;
 
  private:

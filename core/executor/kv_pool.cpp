@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "loom/sdk_kv_quant.hpp"
 
 namespace loom {
 namespace {
@@ -29,17 +30,23 @@ int64_t KvPool::bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t he
   return 2 * static_cast<int64_t>(n_layers) * n_kv_heads * head_dim * element_size(dtype);
 }
 
+int64_t KvPool::scale_bytes_per_block(int32_t n_layers, int32_t n_kv_heads, loom_dtype dtype) {
+  return sdk::kv::has_scales(dtype) ? 2 * static_cast<int64_t>(n_layers) * n_kv_heads * 4 : 0;
+}
+
 KvPool::KvPool(const KvPoolShape& shape) : shape_(shape) {
   if (shape.n_layers <= 0 || shape.num_blocks <= 0 || shape.block_size <= 0 || shape.n_kv_heads <= 0 ||
       shape.head_dim <= 0)
     throw Error("kv pool: every dimension must be positive (layers " + std::to_string(shape.n_layers) + ", blocks " +
                 std::to_string(shape.num_blocks) + ", block_size " + std::to_string(shape.block_size) +
                 ", kv heads " + std::to_string(shape.n_kv_heads) + ", head_dim " + std::to_string(shape.head_dim) + ")");
-  const int64_t esize = element_size(shape.dtype);
-  if (esize == 0) throw Error("kv pool: dtype " + std::to_string(shape.dtype) + " has no fixed element size");
-  const int64_t elems = static_cast<int64_t>(shape.num_blocks) * shape.block_size * shape.n_kv_heads * shape.head_dim;
-  const int64_t layer_bytes =
-      (elems * esize + static_cast<int64_t>(kAlignment) - 1) / static_cast<int64_t>(kAlignment) * static_cast<int64_t>(kAlignment);
+  const int64_t esize = sdk::kv::element_size(shape.dtype);
+  if (esize == 0)
+    throw Error("kv pool: dtype " + std::to_string(shape.dtype) +
+                " cannot be a KV dtype (f32, f16, bf16, int8, fp8_e4m3)");
+  block_bytes_ = sdk::kv::block_bytes(shape.dtype, shape.block_size, shape.n_kv_heads, shape.head_dim);
+  const int64_t layer_bytes = (shape.num_blocks * block_bytes_ + static_cast<int64_t>(kAlignment) - 1) /
+                              static_cast<int64_t>(kAlignment) * static_cast<int64_t>(kAlignment);
   bytes_ = 2 * layer_bytes * shape.n_layers;
   void* mem = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes_));
   if (mem == nullptr)
@@ -59,7 +66,7 @@ KvPool::KvPool(const KvPoolShape& shape) : shape_(shape) {
     v.strides[3] = 1;
     v.strides[2] = shape.head_dim;
     v.strides[1] = static_cast<int64_t>(shape.n_kv_heads) * shape.head_dim;
-    v.strides[0] = static_cast<int64_t>(shape.block_size) * v.strides[1];
+    v.strides[0] = block_bytes_ / esize;  // the data, then (int8/fp8) padding and scales
     v.device = loom_device{LOOM_DEVICE_CPU, 0};
     return v;
   };
@@ -76,9 +83,8 @@ void KvPool::copy_block(int32_t src, int32_t dst) {
                   std::to_string(shape_.num_blocks) + ")");
   }
   if (src == dst) return;
-  // One block of one layer's K (or V): [block_size, n_kv_heads, head_dim].
-  const size_t bytes = static_cast<size_t>(static_cast<int64_t>(shape_.block_size) * shape_.n_kv_heads *
-                                           shape_.head_dim * element_size(shape_.dtype));
+  // One block of one layer's K (or V): [block_size, n_kv_heads, head_dim] and its scales.
+  const auto bytes = static_cast<size_t>(block_bytes_);
   for (int32_t l = 0; l < shape_.n_layers; ++l) {
     for (loom_tensor_view* view : {&k_views_[static_cast<size_t>(l)], &v_views_[static_cast<size_t>(l)]}) {
       char* base = static_cast<char*>(view->data);

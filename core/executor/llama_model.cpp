@@ -1,17 +1,12 @@
 #include "core/executor/llama_model.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "core/common/error.hpp"
 
 namespace loom {
 namespace {
-
-std::string supported_list() {
-  std::string s;
-  for (const char* a : kSupportedArchitectures) s += (s.empty() ? "" : ", ") + std::string(a);
-  return s;
-}
 
 int32_t positive_int(const GgufFile& file, const std::string& key, int64_t value) {
   if (value <= 0 || value > INT32_MAX)
@@ -45,6 +40,16 @@ loom_tensor_view expect(const GgufFile& file, const std::string& name, const std
 
 }  // namespace
 
+std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp) {
+  std::vector<double> inv = rope_inv_freq(hp.rope_dim, hp.rope_freq_base, hp.rope_scaling);
+  for (size_t i = 0; i < hp.rope_freq_factors.size() && i < inv.size(); ++i) {
+    const float f = hp.rope_freq_factors[i];
+    if (!(f > 0.0f)) throw Error("rope_freqs.weight[" + std::to_string(i) + "] = " + std::to_string(f) + " must be positive");
+    inv[i] /= f;
+  }
+  return inv;
+}
+
 loom_tensor_view gguf_tensor_view(const GgufTensorInfo& info) {
   if (info.dims.empty() || info.dims.size() > LOOM_MAX_DIMS)
     throw Error("tensor " + info.name + " has " + std::to_string(info.dims.size()) + " dims");
@@ -65,11 +70,13 @@ loom_tensor_view gguf_tensor_view(const GgufTensorInfo& info) {
 LlamaHparams read_llama_hparams(const GgufFile& file) {
   LlamaHparams hp;
   hp.architecture = file.get_string("general.architecture", "");
-  bool supported = false;
-  for (const char* a : kSupportedArchitectures) supported = supported || hp.architecture == a;
-  if (!supported)
+  const ArchSpec* arch = find_arch_by_name(hp.architecture);
+  if (arch == nullptr)
     throw Error(file.path() + ": general.architecture \"" + hp.architecture + "\" is not supported (supported: " +
-                supported_list() + ")", LOOM_ERR_UNSUPPORTED);
+                supported_architectures(false) + ")", LOOM_ERR_UNSUPPORTED);
+  hp.qkv_bias = arch->qkv_bias;
+  hp.qk_norm = arch->qk_norm;
+  hp.rope_style = arch->gguf_rope;
   const std::string a = hp.architecture + ".";
   hp.dim = required_int(file, a + "embedding_length");
   hp.n_layers = required_int(file, a + "block_count");
@@ -77,34 +84,48 @@ LlamaHparams read_llama_hparams(const GgufFile& file) {
   hp.n_heads = required_int(file, a + "attention.head_count");
   hp.n_kv_heads = positive_int(file, a + "attention.head_count_kv", file.get_int(a + "attention.head_count_kv", hp.n_heads));
   hp.context_length = required_int(file, a + "context_length");
-  if (hp.dim % hp.n_heads != 0)
+  const bool explicit_head_dim = file.find(a + "attention.key_length") != nullptr;
+  if (!explicit_head_dim && hp.dim % hp.n_heads != 0)
     throw Error(file.path() + ": " + a + "embedding_length " + std::to_string(hp.dim) + " is not a multiple of " + a +
                 "attention.head_count " + std::to_string(hp.n_heads));
   if (hp.n_heads % hp.n_kv_heads != 0)
     throw Error(file.path() + ": " + a + "attention.head_count " + std::to_string(hp.n_heads) + " is not a multiple of " +
                 a + "attention.head_count_kv " + std::to_string(hp.n_kv_heads));
-  hp.head_dim = hp.dim / hp.n_heads;
-  for (const char* key : {"attention.key_length", "attention.value_length"}) {
-    const int64_t len = file.get_int(a + key, hp.head_dim);
-    if (len != hp.head_dim)
-      throw Error(file.path() + ": " + a + key + " = " + std::to_string(len) + " differs from embedding_length / head_count = " +
-                  std::to_string(hp.head_dim) + "; not supported", LOOM_ERR_UNSUPPORTED);
-  }
+  // Qwen3 states its head size; others derive it.
+  hp.head_dim = positive_int(file, a + "attention.key_length", file.get_int(a + "attention.key_length", hp.dim / hp.n_heads));
+  const int64_t value_length = file.get_int(a + "attention.value_length", hp.head_dim);
+  if (value_length != hp.head_dim)
+    throw Error(file.path() + ": " + a + "attention.value_length = " + std::to_string(value_length) +
+                " differs from attention.key_length " + std::to_string(hp.head_dim) + "; not supported",
+                LOOM_ERR_UNSUPPORTED);
   hp.rope_dim = positive_int(file, a + "rope.dimension_count", file.get_int(a + "rope.dimension_count", hp.head_dim));
   if (hp.rope_dim > hp.head_dim || hp.rope_dim % 2 != 0)
     throw Error(file.path() + ": " + a + "rope.dimension_count " + std::to_string(hp.rope_dim) +
                 " must be even and at most the head size " + std::to_string(hp.head_dim));
   hp.rope_freq_base = static_cast<float>(file.get_float(a + "rope.freq_base", 10000.0));
   hp.rms_eps = static_cast<float>(file.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
+  // Mistral-style GGUFs state their attention window; the runtime caps the context to it.
+  hp.sliding_window = static_cast<int32_t>(std::clamp<int64_t>(file.get_int(a + "attention.sliding_window", 0), 0, INT32_MAX));
   if (!(hp.rope_freq_base > 0.0f)) throw Error(file.path() + ": " + a + "rope.freq_base must be positive");
   if (!(hp.rms_eps > 0.0f)) throw Error(file.path() + ": " + a + "attention.layer_norm_rms_epsilon must be positive");
-  // Refuse what would silently give wrong numbers.
-  const std::string scaling = file.get_string(a + "rope.scaling.type", "none");
-  if (scaling != "none")
-    throw Error(file.path() + ": " + a + "rope.scaling.type \"" + scaling + "\" is not supported yet", LOOM_ERR_UNSUPPORTED);
-  if (file.find_tensor("rope_freqs.weight") != nullptr)
-    throw Error(file.path() + ": tensor rope_freqs.weight (per-dimension RoPE factors) is not supported yet",
+  RopeScaling& rs = hp.rope_scaling;
+  rs.type = file.get_string(a + "rope.scaling.type", "none");
+  rs.factor = file.get_float(a + "rope.scaling.factor", 1.0);
+  rs.original_max_position = file.get_int(a + "rope.scaling.original_context_length", hp.context_length);
+  rs.attention_factor = file.get_float(a + "rope.scaling.attn_factor", 0.0);
+  rs.beta_fast = file.get_float(a + "rope.scaling.yarn_beta_fast", 32.0);
+  rs.beta_slow = file.get_float(a + "rope.scaling.yarn_beta_slow", 1.0);
+  if (rs.type != "none" && rs.type != "linear" && rs.type != "yarn")
+    throw Error(file.path() + ": " + a + "rope.scaling.type \"" + rs.type + "\" is not supported (none, linear, yarn)",
                 LOOM_ERR_UNSUPPORTED);
+  // Llama 3.1 in GGUF: the per-frequency divisors are a tensor rather than scaling parameters.
+  if (const GgufTensorInfo* ff = file.find_tensor("rope_freqs.weight")) {
+    if (ff->dtype != LOOM_DTYPE_F32 || ff->dims.size() != 1 || ff->dims[0] != hp.rope_dim / 2)
+      throw Error(file.path() + ": tensor rope_freqs.weight must be f32 [" + std::to_string(hp.rope_dim / 2) + "]");
+    const float* f = static_cast<const float*>(ff->data);
+    hp.rope_freq_factors.assign(f, f + hp.rope_dim / 2);
+  }
+  (void)llama_rope_inv_freq(hp);  // refuses bad scaling parameters at load
 
   const GgufTensorInfo* embd = file.find_tensor("token_embd.weight");
   if (embd == nullptr) throw Error(file.path() + ": tensor token_embd.weight is missing");
@@ -129,6 +150,15 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
     lw.wk = expect(file, p + "attn_k.weight", {kv_dim, dim});
     lw.wv = expect(file, p + "attn_v.weight", {kv_dim, dim});
     lw.wo = expect(file, p + "attn_output.weight", {dim, q_dim});
+    if (hp.qkv_bias) {
+      lw.bq = expect(file, p + "attn_q.bias", {q_dim});
+      lw.bk = expect(file, p + "attn_k.bias", {kv_dim});
+      lw.bv = expect(file, p + "attn_v.bias", {kv_dim});
+    }
+    if (hp.qk_norm) {
+      lw.q_norm = expect(file, p + "attn_q_norm.weight", {hp.head_dim});
+      lw.k_norm = expect(file, p + "attn_k_norm.weight", {hp.head_dim});
+    }
     lw.ffn_norm = expect(file, p + "ffn_norm.weight", {dim});
     lw.w_gate = expect(file, p + "ffn_gate.weight", {hp.ffn_dim, dim});
     lw.w_up = expect(file, p + "ffn_up.weight", {hp.ffn_dim, dim});

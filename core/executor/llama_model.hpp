@@ -7,13 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "core/executor/model_arch.hpp"
 #include "core/model/gguf_file.hpp"
 #include "loom/types.h"
 
 namespace loom {
-
-// Architectures this loader accepts (general.architecture).
-inline constexpr const char* kSupportedArchitectures[] = {"llama"};
 
 struct LlamaHparams {
   std::string architecture;  // general.architecture
@@ -22,13 +20,23 @@ struct LlamaHparams {
   int32_t ffn_dim = 0;       // <arch>.feed_forward_length
   int32_t n_heads = 0;       // <arch>.attention.head_count
   int32_t n_kv_heads = 0;    // <arch>.attention.head_count_kv (default n_heads)
-  int32_t head_dim = 0;      // dim / n_heads
+  int32_t head_dim = 0;      // <arch>.attention.key_length (default dim / n_heads)
   int32_t rope_dim = 0;      // <arch>.rope.dimension_count (default head_dim)
   float rope_freq_base = 10000.0f;  // <arch>.rope.freq_base
   float rms_eps = 1e-5f;            // <arch>.attention.layer_norm_rms_epsilon
   int32_t context_length = 0;       // <arch>.context_length
   int32_t vocab_size = 0;           // rows of token_embd.weight
+  // Layer options of the family (model_arch.hpp) and of this checkpoint.
+  bool qkv_bias = false;             // blk.N.attn_{q,k,v}.bias
+  bool qk_norm = false;              // blk.N.attn_{q,k}_norm.weight, [head_dim]
+  RopeStyle rope_style = RopeStyle::kInterleaved;
+  RopeScaling rope_scaling;          // <arch>.rope.scaling.* / config.json rope_scaling
+  std::vector<float> rope_freq_factors;  // rope_freqs.weight: inv_freq[i] / factor[i] (GGUF llama3)
+  int32_t sliding_window = 0;        // Mistral; 0: none
 };
+
+// The RoPE inverse frequencies [rope_dim / 2] these hparams describe (scaling and factors applied).
+std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp);
 
 // Reads and checks the hyperparameters. Throws loom::Error naming the file and the key (or the
 // unsupported architecture together with the supported list).
@@ -44,6 +52,9 @@ struct LlamaLayerWeights {
   loom_tensor_view w_gate;     // [ffn_dim, dim]
   loom_tensor_view w_up;       // [ffn_dim, dim]
   loom_tensor_view w_down;     // [dim, ffn_dim]
+  // Present (data != nullptr) only when the family has them.
+  loom_tensor_view bq{}, bk{}, bv{};  // [n_heads * head_dim], [n_kv_heads * head_dim] x2
+  loom_tensor_view q_norm{}, k_norm{};  // [head_dim]
 };
 
 // Non-owning: every view points into the GgufFile, which must outlive this.

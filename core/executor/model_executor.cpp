@@ -50,6 +50,15 @@ float* ensure(std::vector<float>& buf, int64_t n) {
   return buf.data();
 }
 
+// y[t, :] += bias for every row t of [n_rows, bias.size()].
+void add_row_bias(float* y, const std::vector<float>& bias, int64_t n_rows) {
+  const size_t n = bias.size();
+  for (int64_t t = 0; t < n_rows; ++t) {
+    float* row = y + static_cast<size_t>(t) * n;
+    for (size_t i = 0; i < n; ++i) row[i] += bias[i];
+  }
+}
+
 std::string layer_name(int32_t layer, const char* name) {
   return layer < 0 ? std::string(name) : "blk." + std::to_string(layer) + "." + name;
 }
@@ -67,7 +76,8 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
       quant_(quant),
       pool_(pool),
       threads_(threads),
-      rope_(w.hparams.head_dim, w.hparams.rope_dim, w.hparams.rope_freq_base),
+      rope_(w.hparams.head_dim, llama_rope_inv_freq(w.hparams), w.hparams.rope_style == RopeStyle::kNeox,
+            rope_attention_factor(w.hparams.rope_scaling)),
       token_embd_(w.token_embd) {
   if (attn_.vt == nullptr || attn_.vt->forward == nullptr) throw Error("model executor: no attention plugin");
   if (quant_.vt == nullptr || quant_.vt->linear == nullptr || quant_.vt->prepare_weight == nullptr)
@@ -84,6 +94,15 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
       Layer layer;
       layer.attn_norm = to_f32(lw.attn_norm, layer_name(l, "attn_norm.weight"));
       layer.ffn_norm = to_f32(lw.ffn_norm, layer_name(l, "ffn_norm.weight"));
+      if (hp_.qkv_bias) {
+        layer.bq = to_f32(lw.bq, layer_name(l, "attn_q.bias"));
+        layer.bk = to_f32(lw.bk, layer_name(l, "attn_k.bias"));
+        layer.bv = to_f32(lw.bv, layer_name(l, "attn_v.bias"));
+      }
+      if (hp_.qk_norm) {
+        layer.q_norm = to_f32(lw.q_norm, layer_name(l, "attn_q_norm.weight"));
+        layer.k_norm = to_f32(lw.k_norm, layer_name(l, "attn_k_norm.weight"));
+      }
       layers_.push_back(std::move(layer));
       Layer& L = layers_.back();
       L.wq = prepare(lw.wq, "attn_q.weight", l);
@@ -176,6 +195,15 @@ void ModelExecutor::execute(const BuiltBatch& batch, std::vector<float>& logits)
     linear(L.wq, xn, T, dim, q, H * D);
     linear(L.wk, xn, T, dim, k, KVH * D);
     linear(L.wv, xn, T, dim, v, KVH * D);
+    if (!L.bq.empty()) {  // Qwen2: biased projections
+      add_row_bias(q, L.bq, T);
+      add_row_bias(k, L.bk, T);
+      add_row_bias(v, L.bv, T);
+    }
+    if (!L.q_norm.empty()) {  // Qwen3: RMSNorm over each head of q and k, before RoPE
+      cpu::rmsnorm(q, D, L.q_norm.data(), q, D, T * H, D, hp_.rms_eps, pool);
+      cpu::rmsnorm(k, D, L.k_norm.data(), k, D, T * KVH, D, hp_.rms_eps, pool);
+    }
     rope_.apply(q, T, H, H * D, batch.positions.data(), pool);
     rope_.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
     ErrorBuffer err;

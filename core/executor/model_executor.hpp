@@ -55,6 +55,8 @@ class ModelExecutor {
   struct Layer {
     std::vector<float> attn_norm;  // [dim]
     std::vector<float> ffn_norm;   // [dim]
+    std::vector<float> bq, bk, bv;       // [q_dim], [kv_dim], [kv_dim]; empty without qkv_bias
+    std::vector<float> q_norm, k_norm;   // [head_dim]; empty without qk_norm
     void* wq = nullptr;            // quantization handles
     void* wk = nullptr;
     void* wv = nullptr;

@@ -101,7 +101,7 @@ TEST(LlamaModel, WrongShapeNamesTheTensor) {
 
 TEST(LlamaModel, RefusesWhatItWouldGetWrong) {
   const std::string scaling =
-      load_error(tiny_model([](GgufWriter& g) { g.set_string("llama.rope.scaling.type", "yarn"); }));
+      load_error(tiny_model([](GgufWriter& g) { g.set_string("llama.rope.scaling.type", "longrope"); }));
   EXPECT_NE(scaling.find("rope.scaling.type"), std::string::npos) << scaling;
   const std::string heads = load_error(tiny_model([](GgufWriter& g) { g.set_u32("llama.attention.head_count", 3); }));
   EXPECT_NE(heads.find("not a multiple"), std::string::npos) << heads;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "core/common/error.hpp"
 #include "core/executor/kernels/cpu/parallel.hpp"
@@ -22,6 +23,17 @@ RotaryEmbedding::RotaryEmbedding(int32_t head_dim, int32_t rope_dim, float freq_
     inv_freq_[static_cast<size_t>(i)] = std::pow(static_cast<double>(freq_base), -2.0 * i / rope_dim);
 }
 
+RotaryEmbedding::RotaryEmbedding(int32_t head_dim, std::vector<double> inv_freq, bool neox, double attention_factor)
+    : head_dim_(head_dim),
+      rope_dim_(static_cast<int32_t>(inv_freq.size()) * 2),
+      inv_freq_(std::move(inv_freq)),
+      neox_(neox),
+      attention_factor_(attention_factor) {
+  if (rope_dim_ <= 0 || rope_dim_ > head_dim || rope_dim_ / 2 > kMaxPairs)
+    throw Error("rope: " + std::to_string(rope_dim_ / 2) + " frequencies do not fit head_dim " + std::to_string(head_dim) +
+                " (at most " + std::to_string(kMaxPairs) + ")");
+}
+
 void RotaryEmbedding::apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t token_stride,
                             const int32_t* positions, ThreadPool* pool) const {
   const int32_t n_pairs = rope_dim_ / 2;
@@ -32,11 +44,19 @@ void RotaryEmbedding::apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t
       const double pos = positions[t];
       for (int32_t i = 0; i < n_pairs; ++i) {
         const double angle = pos * inv_freq_[static_cast<size_t>(i)];
-        cos_t[i] = static_cast<float>(std::cos(angle));
-        sin_t[i] = static_cast<float>(std::sin(angle));
+        cos_t[i] = static_cast<float>(std::cos(angle) * attention_factor_);
+        sin_t[i] = static_cast<float>(std::sin(angle) * attention_factor_);
       }
       for (int64_t h = 0; h < n_heads; ++h) {
         float* xh = x + t * token_stride + h * head_dim_;
+        if (neox_) {
+          for (int32_t i = 0; i < n_pairs; ++i) {
+            const float x0 = xh[i], x1 = xh[i + n_pairs];
+            xh[i] = x0 * cos_t[i] - x1 * sin_t[i];
+            xh[i + n_pairs] = x0 * sin_t[i] + x1 * cos_t[i];
+          }
+          continue;
+        }
         for (int32_t i = 0; i < n_pairs; ++i) {
           const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
           xh[2 * i] = x0 * cos_t[i] - x1 * sin_t[i];

@@ -1,6 +1,7 @@
-// Rotary position embedding, GGUF llama layout: within each head, adjacent pairs
-// (x[2i], x[2i+1]) are rotated by theta = pos * base^(-2i / rope_dim), for 2i < rope_dim;
-// dimensions from rope_dim on are left as they are.
+// Rotary position embedding: within each head, pair i is rotated by theta = pos * inv_freq[i],
+// for i < rope_dim / 2; dimensions from rope_dim on are left as they are. Pairs are adjacent
+// (x[2i], x[2i+1]) in the interleaved style (GGUF llama) or (x[i], x[i + rope_dim/2]) in the
+// NeoX style (Hugging Face rotate_half, GGUF qwen2/qwen3).
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,8 @@ class RotaryEmbedding {
  public:
   // rope_dim: rotated dimensions per head (even, <= head_dim); freq_base: usually 10000.
   RotaryEmbedding(int32_t head_dim, int32_t rope_dim, float freq_base);
+  // Scaled frequencies (see rope_inv_freq), the pairing, and a factor on cos and sin (yarn).
+  RotaryEmbedding(int32_t head_dim, std::vector<double> inv_freq, bool neox, double attention_factor);
 
   // Rotates x in place. x: [n_tokens, n_heads, head_dim], token stride token_stride (elements),
   // heads contiguous; positions: [n_tokens]. Angles are computed in double, per token, so a
@@ -27,7 +30,9 @@ class RotaryEmbedding {
  private:
   int32_t head_dim_;
   int32_t rope_dim_;
-  std::vector<double> inv_freq_;  // [rope_dim / 2] base^(-2i / rope_dim)
+  std::vector<double> inv_freq_;  // [rope_dim / 2] base^(-2i / rope_dim), then scaled
+  bool neox_ = false;
+  double attention_factor_ = 1.0;
 };
 
 }  // namespace loom::cpu
