@@ -56,6 +56,9 @@ struct Config {
   PluginTable quantization{"none"};
   PluginTable scheduler{"fcfs"};
   PluginTable cache{"contiguous"};
+  // [cache] kv_dtype: the KV pool's element type, "f32", "f16", "bf16", "int8" or "fp8_e4m3". The
+  // core reads it (pool, cache and attention create args); it is not part of cache.config_json.
+  std::string kv_dtype = "f32";
   std::optional<PluginTable> cache_offload;   // absent table = kind off
   std::optional<PluginTable> semantic_cache;  // absent table = kind off
   bool operator==(const Config&) const = default;

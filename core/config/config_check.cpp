@@ -62,6 +62,9 @@ void check_config(const Config& config) {
   check_plugin(problems, "quantization", config.quantization);
   check_plugin(problems, "scheduler", config.scheduler);
   check_plugin(problems, "cache", config.cache);
+  if (auto problem = config_rules::check_kv_dtype(config.kv_dtype)) {
+    problems.add(SourcePos{}, "cache.kv_dtype", *problem);
+  }
   if (config.cache_offload) check_plugin(problems, "cache_offload", *config.cache_offload);
   if (config.semantic_cache) check_plugin(problems, "semantic_cache", *config.semantic_cache);
   problems.throw_if_any();

@@ -84,10 +84,11 @@ void read_logging(TableReader& t, std::string& log_level) {
   }
 }
 
-// A plugin table: `plugin` and `path` are the host's; every other key belongs to the plugin,
-// which validates it (the host only converts it to JSON).
+// A plugin table: `plugin`, `path` and `core_key` (when given) are the host's; every other key
+// belongs to the plugin, which validates it (the host only converts it to JSON).
 PluginTable read_plugin_table(const toml::table& table, const std::string& kind,
-                              const fs::path& base_dir, Problems& problems) {
+                              const fs::path& base_dir, Problems& problems,
+                              std::string_view core_key = {}) {
   PluginTable out;
   TableReader t(table, kind, problems);
   if (const toml::node* n = t.node("plugin"); n == nullptr) {
@@ -104,12 +105,28 @@ PluginTable read_plugin_table(const toml::table& table, const std::string& kind,
 
   nlohmann::json rest = nlohmann::json::object();
   for (auto&& [key, value] : table) {
-    if (key == "plugin" || key == "path") continue;
+    if (key == "plugin" || key == "path" || (!core_key.empty() && key == core_key)) continue;
     rest[std::string(key.str())] =
         config_detail::toml_to_json(value, config_detail::join_key(kind, key.str()), problems);
   }
   out.config_json = rest.dump();
   return out;
+}
+
+// [cache] kv_dtype belongs to the core: validated here and left out of what goes to the cache
+// plugin.
+void read_kv_dtype(const toml::table& cache, Problems& problems, std::string& kv_dtype) {
+  const toml::node* n = cache.get("kv_dtype");
+  if (n == nullptr) return;
+  if (auto value = n->value<std::string>()) {
+    if (auto problem = config_rules::check_kv_dtype(*value)) {
+      problems.add(pos_of(n->source()), "cache.kv_dtype", *problem);
+    } else {
+      kv_dtype = *value;
+    }
+  } else {
+    problems.add(pos_of(n->source()), "cache.kv_dtype", "expected a string, got " + type_name(n->type()));
+  }
 }
 
 std::string valid_tables() {
@@ -209,8 +226,14 @@ Config parse_config(std::string_view toml_text, const std::string& source_path) 
       {"cache", &config.cache},
   }};
   for (const auto& [kind, slot] : required) {
-    if (const toml::table* t = table_of(kind))
+    const toml::table* t = table_of(kind);
+    if (t == nullptr) continue;
+    if (slot == &config.cache) {
+      *slot = read_plugin_table(*t, kind, base_dir, problems, "kv_dtype");
+      read_kv_dtype(*t, problems, config.kv_dtype);
+    } else {
       *slot = read_plugin_table(*t, kind, base_dir, problems);
+    }
   }
   if (const toml::table* t = table_of("cache_offload")) {
     config.cache_offload = read_plugin_table(*t, "cache_offload", base_dir, problems);

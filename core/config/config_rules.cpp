@@ -35,6 +35,14 @@ std::optional<std::string> check_device(std::string_view device) {
   return "must be \"cpu\", \"cuda\" or \"cuda:N\", got " + quoted(device);
 }
 
+std::optional<std::string> check_kv_dtype(std::string_view kv_dtype) {
+  static constexpr std::array<std::string_view, 5> kValid = {"f32", "f16", "bf16", "int8", "fp8_e4m3"};
+  for (std::string_view v : kValid) {
+    if (kv_dtype == v) return std::nullopt;
+  }
+  return "must be one of f32, f16, bf16, int8, fp8_e4m3; got " + quoted(kv_dtype);
+}
+
 std::optional<std::string> check_log_level(std::string_view level) {
   static constexpr std::array<std::string_view, 6> kValid = {"trace", "debug", "info",
                                                              "warn",  "error", "off"};

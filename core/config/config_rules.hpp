@@ -22,6 +22,7 @@ std::string range_problem(int64_t value, int64_t lo, int64_t hi);
 std::optional<std::string> check_device(std::string_view device);
 std::optional<std::string> check_log_level(std::string_view level);
 std::optional<std::string> check_plugin_name(std::string_view name);
+std::optional<std::string> check_kv_dtype(std::string_view kv_dtype);
 
 // A quoted value for messages: "abc" with quotes and backslashes escaped.
 std::string quoted(std::string_view text);

@@ -67,6 +67,7 @@ std::string to_toml(const Config& c) {
   plugin_section(out, "quantization", c.quantization);
   plugin_section(out, "scheduler", c.scheduler);
   plugin_section(out, "cache", c.cache);
+  line(out, "kv_dtype", toml_string(c.kv_dtype));
   if (c.cache_offload) plugin_section(out, "cache_offload", *c.cache_offload);
   if (c.semantic_cache) plugin_section(out, "semantic_cache", *c.semantic_cache);
   return out;

@@ -6,10 +6,8 @@
 namespace loom {
 namespace {
 
-int64_t slice_bytes(const KvPool& pool) {
-  const KvPoolShape& s = pool.shape();
-  return static_cast<int64_t>(s.block_size) * s.n_kv_heads * s.head_dim * KvPool::element_size(s.dtype);
-}
+// One block of one layer's K (or V), with its scales when the dtype has them.
+int64_t slice_bytes(const KvPool& pool) { return pool.block_bytes(); }
 
 void write_error(loom_error_buf* err, const std::string& message) {
   if (err == nullptr || err->data == nullptr || err->capacity == 0) return;

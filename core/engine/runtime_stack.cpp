@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <string_view>
 
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
@@ -12,6 +13,7 @@
 #include "loom/cache_offload.h"
 #include "loom/quantization.h"
 #include "loom/scheduler.h"
+#include "loom/sdk_kv_quant.hpp"
 #include "loom/semantic_cache.h"
 
 namespace loom {
@@ -60,11 +62,18 @@ ForwardPlugins create_forward_plugins(PluginHost& host, const PluginSpec& attent
 }
 
 RuntimeStack::RuntimeStack(const Config& config)
-    : model_file(GgufFile::open(config.model.path)),
-      hparams(read_llama_hparams(model_file)),
-      tokenizer(load_tokenizer(model_file)) {
+    : model(ModelSource::open(config.model.path)),
+      hparams(model->hparams()),
+      tokenizer(model->load_tokenizer()),
+      chat_template(model->load_chat_template()) {
   max_model_len = config.model.max_model_len > 0 ? config.model.max_model_len : hparams.context_length;
   LOOM_CHECK(max_model_len > 0, config.model.path + ": the model states no context length; set [model] max_model_len");
+  // The attention plugins do not mask windows: stay where full attention is what the model saw.
+  if (hparams.sliding_window > 0 && hparams.sliding_window < max_model_len) {
+    LOOM_LOG_WARN("{}: sliding_window {} is smaller than max_model_len {}; capping max_model_len to it",
+                  config.model.path, hparams.sliding_window, max_model_len);
+    max_model_len = hparams.sliding_window;
+  }
   const int32_t threads = config.runtime.threads > 0
                               ? config.runtime.threads
                               : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
@@ -72,7 +81,19 @@ RuntimeStack::RuntimeStack(const Config& config)
   host_ = std::make_unique<PluginHost>(*threads_, config.plugin_dirs);
 
   // The cache decides the pool's geometry; the core allocates it.
-  const loom_dtype kv_dtype = LOOM_DTYPE_F32;
+  const loom_dtype kv_dtype = sdk::kv::dtype_from_name(config.kv_dtype.c_str());
+  LOOM_CHECK(kv_dtype != LOOM_DTYPE_INVALID, "[cache] kv_dtype \"" + config.kv_dtype + "\" is not a KV dtype");
+  // A plugin refusing the KV dtype is reported with both plugins of the pair and the dtype.
+  auto refusing_kv_dtype = [&](auto&& create) {
+    try {
+      return create();
+    } catch (const Error& e) {
+      if (std::string_view(e.what()).find("kv_dtype") == std::string_view::npos) throw;
+      throw Error("[cache] kv_dtype \"" + config.kv_dtype + "\" is not supported by the pair cache \"" +
+                      config.cache.plugin + "\" + attention \"" + config.attention.plugin + "\": " + e.what(),
+                  e.code());
+    }
+  };
   loom_cache_create_args cache_args{};
   cache_args.struct_size = sizeof(cache_args);
   cache_args.n_layers = hparams.n_layers;
@@ -81,7 +102,8 @@ RuntimeStack::RuntimeStack(const Config& config)
   cache_args.kv_dtype = kv_dtype;
   cache_args.bytes_per_token = KvPool::bytes_per_token(hparams.n_layers, hparams.n_kv_heads, hparams.head_dim, kv_dtype);
   cache_args.max_model_len = max_model_len;
-  cache_ = host_->create(spec_of(LOOM_KIND_CACHE, config.cache), &cache_args);
+  cache_args.bytes_per_block_extra = KvPool::scale_bytes_per_block(hparams.n_layers, hparams.n_kv_heads, kv_dtype);
+  cache_ = refusing_kv_dtype([&] { return host_->create(spec_of(LOOM_KIND_CACHE, config.cache), &cache_args); });
   loom_cache_layout layout{};
   layout.struct_size = sizeof(layout);
   cache_->call("layout", &loom_cache_vtable::layout, &layout);
@@ -100,10 +122,12 @@ RuntimeStack::RuntimeStack(const Config& config)
                 vt.fork != nullptr && vt.take_block_copies != nullptr;
   }
 
-  forward_ = create_forward_plugins(*host_, spec_of(LOOM_KIND_ATTENTION, config.attention),
-                                    spec_of(LOOM_KIND_QUANTIZATION, config.quantization), hparams, kv_dtype,
-                                    layout.block_size);
-  executor_ = std::make_unique<ModelExecutor>(model_file, forward_.attention_ops(), forward_.quant_ops(), *kv_pool_,
+  forward_ = refusing_kv_dtype([&] {
+    return create_forward_plugins(*host_, spec_of(LOOM_KIND_ATTENTION, config.attention),
+                                  spec_of(LOOM_KIND_QUANTIZATION, config.quantization), hparams, kv_dtype,
+                                  layout.block_size);
+  });
+  executor_ = std::make_unique<ModelExecutor>(model->weights(), forward_.attention_ops(), forward_.quant_ops(), *kv_pool_,
                                               *threads_);
   batch_builder_ = std::make_unique<BatchBuilder>(layout.block_size);
 

@@ -1,7 +1,9 @@
 // Attention conformance: every attention plugin against the reference (`naive`), and `naive`
 // against a dense double-precision reference written here, on random shapes: head_dim 64/128,
 // GQA ratios 1/4/8, block sizes 16/32, ragged sequences whose context was written by an earlier
-// step, prefill and decode mixed, block tables in random order.
+// step, prefill and decode mixed, block tables in random order. Every plugin that takes an
+// f16/bf16/int8/fp8_e4m3 KV pool is also run with it against `naive` on an f32 pool, with a
+// per-dtype bound on the relative error of the outputs.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kv_pool.hpp"
 #include "loom/attention.h"
+#include "loom/sdk_kv_quant.hpp"
 #include "tests/conformance/conformance_support.hpp"
 
 namespace loom {
@@ -160,14 +163,15 @@ std::vector<double> reference(const Problem& p) {
 
 class AttentionConformance : public ::testing::TestWithParam<std::tuple<std::string, Shape>> {
  protected:
-  std::unique_ptr<LoadedPlugin> make(const std::string& name, const Shape& s, std::string* skip) {
+  std::unique_ptr<LoadedPlugin> make(const std::string& name, const Shape& s, std::string* skip,
+                                     loom_dtype kv_dtype = LOOM_DTYPE_F32) {
     loom_attention_create_args a{};
     a.struct_size = sizeof(a);
     a.n_heads = s.n_heads;
     a.n_kv_heads = s.n_kv_heads;
     a.head_dim = s.head_dim;
     a.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-    a.kv_dtype = LOOM_DTYPE_F32;
+    a.kv_dtype = kv_dtype;
     a.block_size = s.block_size;
     a.device = loom_device{LOOM_DEVICE_CPU, 0};
     return conformance::create_or_skip(host_, LOOM_KIND_ATTENTION, name, &a, skip);
@@ -242,6 +246,52 @@ TEST_P(AttentionConformance, BatchedEqualsAlone) {
     EXPECT_TRUE(std::equal(out.begin(), out.end(), batched.begin() + offset)) << "sequence " << i;
     offset += n * HD;
   }
+}
+
+// Relative error ||out - naive_f32|| / ||naive_f32|| of the test step (RMS over every output) and
+// its bound per KV dtype: f16 and bf16 round each element once (2^-11 / 2^-8 relative); int8 has
+// 255 steps and fp8_e4m3 3 mantissa bits relative to each block-head's amax.
+struct KvDtypeBound {
+  loom_dtype dtype;
+  double max_rel_error;
+};
+constexpr KvDtypeBound kKvBounds[] = {{LOOM_DTYPE_F16, 1e-3},
+                                      {LOOM_DTYPE_BF16, 8e-3},
+                                      {LOOM_DTYPE_I8, 1e-2},
+                                      {LOOM_DTYPE_FP8_E4M3, 5e-2}};
+
+TEST_P(AttentionConformance, EncodedKvPoolsMatchNaiveF32) {
+  const auto& [name, shape] = GetParam();
+  const Problem p = make_problem(shape, 23 + static_cast<uint64_t>(shape.head_dim * shape.n_kv_heads));
+  std::string skip;
+  const auto naive = make("naive", shape, &skip);
+  ASSERT_NE(naive, nullptr) << skip;
+  KvPool pool_ref(KvPoolShape{1, p.num_blocks, shape.block_size, shape.n_kv_heads, shape.head_dim, LOOM_DTYPE_F32});
+  const std::vector<float> ref = run(*naive, p, pool_ref);
+  int tested = 0;
+  for (const KvDtypeBound& bound : kKvBounds) {
+    const char* dtype = sdk::kv::dtype_name(bound.dtype);
+    const auto plugin = make(name, shape, &skip, bound.dtype);
+    if (!plugin) {
+      // A plugin that does not take the dtype must say so, naming it.
+      EXPECT_NE(skip.find(std::string("kv_dtype ") + dtype), std::string::npos) << skip;
+      continue;
+    }
+    KvPool pool(KvPoolShape{1, p.num_blocks, shape.block_size, shape.n_kv_heads, shape.head_dim, bound.dtype});
+    const std::vector<float> out = run(*plugin, p, pool);
+    ASSERT_EQ(out.size(), ref.size());
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < ref.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(out[i])) << name << " kv " << dtype << " at " << i;
+      err += (double(out[i]) - ref[i]) * (double(out[i]) - ref[i]);
+      norm += double(ref[i]) * ref[i];
+    }
+    const double rel = std::sqrt(err / norm);
+    EXPECT_LE(rel, bound.max_rel_error) << name << " kv " << dtype;
+    RecordProperty(std::string("rel_error_") + dtype, std::to_string(rel));
+    ++tested;
+  }
+  if (tested == 0) GTEST_SKIP() << name << " takes no encoded KV dtype";
 }
 
 const Shape kShapes[] = {{64, 4, 4, 16}, {64, 8, 2, 32}, {128, 8, 1, 16}, {128, 4, 4, 32}, {64, 16, 2, 16}};

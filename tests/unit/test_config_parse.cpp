@@ -194,6 +194,22 @@ size = 2
             R"("when":"1979-05-27T07:32:00Z"})");
 }
 
+TEST(ConfigParse, CacheKvDtypeIsReadByTheCoreNotPassedToThePlugin) {
+  const Config c = parse_config("[cache]\nplugin = \"paged\"\nkv_dtype = \"int8\"\nblock_size = 16\n", kFile);
+  EXPECT_EQ(c.kv_dtype, "int8");
+  EXPECT_EQ(c.cache.config_json, R"({"block_size":16})");
+  EXPECT_EQ(parse_config(to_toml(c), kFile), c);
+  EXPECT_EQ(parse_config("", kFile).kv_dtype, "f32");
+  try {
+    parse_config("[cache]\nplugin = \"paged\"\nkv_dtype = \"q4\"\n", kFile);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(":3:12: cache.kv_dtype: must be one of f32, f16, bf16, int8, fp8_e4m3; got \"q4\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ConfigParse, ToTomlOfTheDefaults) {
   Config c{.source_path = kFile};
   c.model.path = "/models/m.gguf";
@@ -232,6 +248,7 @@ plugin = "fcfs"
 
 [cache]
 plugin = "contiguous"
+kv_dtype = "f32"
 )");
   EXPECT_EQ(parse_config(to_toml(c), kFile), c);
 }

@@ -36,7 +36,7 @@ inline std::vector<int32_t> read_ids(const std::string& path) {
 // Attention + quantization plugin instances for a model.
 struct ModelPlugins {
   ModelPlugins(ThreadPool& pool, const LlamaHparams& hp, int32_t block_size, const std::string& attention = "naive",
-               const std::string& quantization = "none")
+               const std::string& quantization = "none", loom_dtype kv_dtype = LOOM_DTYPE_F32)
       : host(pool, {}) {
     loom_attention_create_args aa{};
     aa.struct_size = sizeof(aa);
@@ -44,7 +44,7 @@ struct ModelPlugins {
     aa.n_kv_heads = hp.n_kv_heads;
     aa.head_dim = hp.head_dim;
     aa.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-    aa.kv_dtype = LOOM_DTYPE_F32;
+    aa.kv_dtype = kv_dtype;
     aa.block_size = block_size;
     aa.device = loom_device{LOOM_DEVICE_CPU, 0};
     attn = host.create(PluginSpec{LOOM_KIND_ATTENTION, attention, "", "{}"}, &aa);
@@ -67,12 +67,14 @@ class ModelRunner {
   static constexpr int32_t kBlockSize = 16;
   static constexpr int32_t kNumBlocks = 256;
 
-  explicit ModelRunner(const GgufFile& file, int32_t threads = 2)
+  // `attention` and `kv_dtype` choose the attention plugin and the KV pool's element type.
+  explicit ModelRunner(const GgufFile& file, int32_t threads = 2, const std::string& attention = "naive",
+                       loom_dtype kv_dtype = LOOM_DTYPE_F32)
       : weights_(load_llama_weights(file)),
         threads_(threads),
-        plugins_(threads_, weights_.hparams, kBlockSize),
+        plugins_(threads_, weights_.hparams, kBlockSize, attention, "none", kv_dtype),
         pool_(KvPoolShape{weights_.hparams.n_layers, kNumBlocks, kBlockSize, weights_.hparams.n_kv_heads,
-                          weights_.hparams.head_dim, LOOM_DTYPE_F32}),
+                          weights_.hparams.head_dim, kv_dtype}),
         executor_(weights_, plugins_.attention_ops(), plugins_.quant_ops(), pool_, threads_),
         builder_(kBlockSize) {}
 

@@ -1,7 +1,8 @@
 // attention/flash_cpu: exact results where softmax weights are exactly representable (one key;
 // equal keys across several blocks), the online rescaling across blocks against a double
 // reference, the portable and SIMD kernels agreeing, and what create refuses. Shapes are tiny:
-// head_dim 4..8, block_size 2, one sequence. (Random shapes against `naive` live in
+// head_dim 4..8, block_size 2, one sequence. Encoded KV pools (f16, bf16, int8, fp8_e4m3): both
+// kernels agree and stay near the f32 result. (Random shapes against `naive` live in
 // tests/conformance/conformance_attention.cpp.)
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 #include "core/common/thread_pool.hpp"
 #include "core/plugin/plugin_host.hpp"
 #include "loom/attention.h"
+#include "loom/sdk_kv_quant.hpp"
 
 namespace loom {
 namespace {
@@ -34,6 +36,8 @@ struct OneSeq {
   std::vector<float> q, k, v, out, k_cache, v_cache;  // [T,H,D] [T,KVH,D] [T,KVH,D] [T,H,D] pools
   std::vector<int32_t> query_start, seq_lens, positions, slots, table;
   int32_t num_blocks;
+  loom_dtype kv_dtype = LOOM_DTYPE_F32;
+  std::vector<char> k_pool, v_pool;  // encoded pools (kv_dtype != f32), SDK block layout
 
   OneSeq(int32_t h, int32_t kvh, int32_t d, int32_t t) : H(h), KVH(kvh), D(d), T(t) {
     q.assign(size_t(T * H * D), 0.0f);
@@ -69,6 +73,17 @@ struct OneSeq {
     const auto qv = view(q.data(), {T, H, D}), kv = view(k.data(), {T, KVH, D}), vv = view(v.data(), {T, KVH, D});
     auto ov = view(out.data(), {T, H, D});
     auto kc = view(k_cache.data(), {num_blocks, bs, KVH, D}), vc = view(v_cache.data(), {num_blocks, bs, KVH, D});
+    if (kv_dtype != LOOM_DTYPE_F32) {
+      const int64_t block = sdk::kv::block_bytes(kv_dtype, bs, KVH, D);
+      k_pool.resize(static_cast<size_t>(num_blocks * block));
+      v_pool.resize(k_pool.size());
+      kc.data = k_pool.data();
+      vc.data = v_pool.data();
+      for (auto* c : {&kc, &vc}) {
+        c->dtype = kv_dtype;
+        c->strides[0] = block / sdk::kv::element_size(kv_dtype);
+      }
+    }
     plugin.call("forward", &loom_attention_vtable::forward, &b, &qv, &kv, &vv, &kc, &vc, &ov);
   }
   float& at(std::vector<float>& x, int32_t heads, int32_t t, int32_t h, int32_t d) {
@@ -163,6 +178,31 @@ TEST_F(FlashCpu, PortableAndSimdKernelsAgree) {
   for (size_t i = 0; i < a.out.size(); ++i) EXPECT_NEAR(a.out[i], b.out[i], 1e-6) << i;
 }
 
+TEST_F(FlashCpu, EncodedKvPoolsAgreeAcrossKernelsAndStayNearF32) {
+  // head_dim 12 runs the F16C tail; 9 tokens over 5 blocks re-encode int8/fp8 block-heads.
+  OneSeq base(8, 2, 12, 9);
+  for (size_t i = 0; i < base.q.size(); ++i) base.q[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < base.k.size(); ++i) base.k[i] = std::cos(0.11f * static_cast<float>(i)) * (0.5f + 0.1f * static_cast<float>(i % 13));
+  for (size_t i = 0; i < base.v.size(); ++i) base.v[i] = std::sin(0.05f * static_cast<float>(i) + 1.0f);
+  OneSeq f32 = base;
+  f32.run(*make(8, 2, 12));
+  // Largest |out - f32 out| allowed, outputs being of order 1.
+  const std::pair<loom_dtype, float> bounds[] = {
+      {LOOM_DTYPE_F16, 2e-3f}, {LOOM_DTYPE_BF16, 2e-2f}, {LOOM_DTYPE_I8, 3e-2f}, {LOOM_DTYPE_FP8_E4M3, 1e-1f}};
+  for (const auto& [dtype, bound] : bounds) {
+    OneSeq a = base, b = base;
+    a.kv_dtype = b.kv_dtype = dtype;
+    a.run(*make(8, 2, 12, R"({"simd": "auto"})", dtype));
+    b.run(*make(8, 2, 12, R"({"simd": "portable"})", dtype));
+    EXPECT_EQ(a.k_pool, b.k_pool) << sdk::kv::dtype_name(dtype);  // one encoder for both kernels
+    EXPECT_EQ(a.v_pool, b.v_pool) << sdk::kv::dtype_name(dtype);
+    for (size_t i = 0; i < a.out.size(); ++i) {
+      ASSERT_NEAR(a.out[i], b.out[i], 1e-6) << sdk::kv::dtype_name(dtype) << " " << i;
+      ASSERT_NEAR(a.out[i], f32.out[i], bound) << sdk::kv::dtype_name(dtype) << " " << i;
+    }
+  }
+}
+
 TEST_F(FlashCpu, RefusesWhatItCannotDo) {
   auto expect_refusal = [&](auto&& fn, const std::string& needle) {
     try {
@@ -172,7 +212,8 @@ TEST_F(FlashCpu, RefusesWhatItCannotDo) {
       EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
     }
   };
-  expect_refusal([&] { make(4, 4, 8, "{}", LOOM_DTYPE_F16); }, "kv_dtype f16");
+  expect_refusal([&] { make(4, 4, 8, "{}", LOOM_DTYPE_Q8_0); }, "kv_dtype q8_0");
+  expect_refusal([&] { make(4, 4, 8, "{}", LOOM_DTYPE_U8); }, "kv_dtype u8");
   expect_refusal([&] { make(4, 4, 6); }, "head_dim 6");
   expect_refusal([&] { make(4, 4, 260); }, "head_dim 260");
   expect_refusal([&] { make(4, 3, 8); }, "n_kv_heads 3");

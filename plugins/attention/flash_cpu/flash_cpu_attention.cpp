@@ -4,7 +4,9 @@
 // One forward call:
 //   1. checks every shape, position, slot and block-table entry it will touch (so the parallel
 //      part cannot go out of bounds and never throws);
-//   2. writes this step's K/V rows into the pool at slot_mapping, exactly as `naive` does;
+//   2. writes this step's K/V rows into the pool at slot_mapping, exactly as `naive` does (an
+//      f16/bf16/int8/fp8_e4m3 pool gets them encoded, int8/fp8 with the per-block-per-head scale
+//      scheme of loom/sdk_kv_quant.hpp);
 //   3. splits the batch into work items (sequence, kv_head, tile of that sequence's query tokens)
 //      — prefill chunks and decodes alike — and runs the tile kernel on each.
 //
@@ -24,6 +26,7 @@
 #include "flash_cpu_kernel.hpp"
 #include "loom/attention.h"
 #include "loom/sdk.hpp"
+#include "loom/sdk_kv_quant.hpp"
 
 namespace {
 
@@ -77,7 +80,7 @@ std::string dtype_name(loom_dtype t) {
     case LOOM_DTYPE_F32: return "f32";
     case LOOM_DTYPE_F16: return "f16";
     case LOOM_DTYPE_BF16: return "bf16";
-    case LOOM_DTYPE_I8: return "i8";
+    case LOOM_DTYPE_I8: return "int8";
     case LOOM_DTYPE_U8: return "u8";
     case LOOM_DTYPE_Q8_0: return "q8_0";
     case LOOM_DTYPE_FP8_E4M3: return "fp8_e4m3";
@@ -86,11 +89,13 @@ std::string dtype_name(loom_dtype t) {
 }
 
 // Rank, dtype and extents (-1 = any) of a view; its innermost dimension must be contiguous.
-void expect_view(const loom_tensor_view* t, const char* name, std::initializer_list<int64_t> shape) {
+void expect_view(const loom_tensor_view* t, const char* name, std::initializer_list<int64_t> shape,
+                 loom_dtype dtype = LOOM_DTYPE_F32) {
   const std::string n(name);
   if (t == nullptr || t->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, n + " is null");
-  if (t->dtype != LOOM_DTYPE_F32)
-    throw Error(LOOM_ERR_UNSUPPORTED, n + ": " + dtype_name(t->dtype) + " is not f32 (the only dtype flash_cpu handles)");
+  if (t->dtype != dtype)
+    throw Error(LOOM_ERR_UNSUPPORTED, n + ": " + dtype_name(t->dtype) + " is not " + dtype_name(dtype) +
+                                          " (the dtype flash_cpu expects here)");
   const auto rank = static_cast<int32_t>(shape.size());
   if (t->ndim != rank)
     throw Error(LOOM_ERR_INVALID_ARGUMENT,
@@ -120,9 +125,9 @@ class FlashCpuAttention {
       throw Error(LOOM_ERR_UNSUPPORTED, "attention flash_cpu: head_dim " + std::to_string(args.head_dim) +
                                             " is not supported (a multiple of 4 up to " + std::to_string(kMaxHeadDim) +
                                             ")");
-    if (args.kv_dtype != LOOM_DTYPE_F32)
+    if (loom::sdk::kv::element_size(args.kv_dtype) == 0)
       throw Error(LOOM_ERR_UNSUPPORTED, "attention flash_cpu: kv_dtype " + dtype_name(args.kv_dtype) +
-                                            " is not supported (only f32)");
+                                            " is not supported (f32, f16, bf16, int8, fp8_e4m3)");
     if (args.device.type != LOOM_DEVICE_CPU)
       throw Error(LOOM_ERR_UNSUPPORTED, "attention flash_cpu: runs on the CPU only, not on device type " +
                                             std::to_string(args.device.type));
@@ -152,8 +157,20 @@ class FlashCpuAttention {
     expect_view(k, "k", {T, KVH, D});
     expect_view(v, "v", {T, KVH, D});
     expect_view(out, "out", {T, H, D});
-    expect_view(k_cache, "k_cache", {-1, b->block_size, KVH, D});
-    expect_view(v_cache, "v_cache", {k_cache->shape[0], b->block_size, KVH, D});
+    expect_view(k_cache, "k_cache", {-1, b->block_size, KVH, D}, args_.kv_dtype);
+    expect_view(v_cache, "v_cache", {k_cache->shape[0], b->block_size, KVH, D}, args_.kv_dtype);
+    if (args_.kv_dtype != LOOM_DTYPE_F32) {
+      // Encoded pools are read and written through the SDK block layout (scales after the data).
+      const int64_t block_elems =
+          loom::sdk::kv::block_bytes(args_.kv_dtype, b->block_size, KVH, D) / loom::sdk::kv::element_size(args_.kv_dtype);
+      for (const loom_tensor_view* c : {k_cache, v_cache}) {
+        if (c->strides[0] != block_elems || c->strides[1] != KVH * D || c->strides[2] != D)
+          throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string(c == k_cache ? "k_cache" : "v_cache") +
+                                                     ": strides are not the KV block layout of " +
+                                                     dtype_name(args_.kv_dtype) + " (block stride " +
+                                                     std::to_string(block_elems) + " elements)");
+      }
+    }
     if (T == 0) return;
     check_batch(*b, k_cache->shape[0]);
     write_kv(*b, *k, *v, *k_cache, *v_cache);
@@ -209,6 +226,21 @@ class FlashCpuAttention {
   // exactly like `naive`.
   void write_kv(const loom_attention_batch& b, const loom_tensor_view& k, const loom_tensor_view& v,
                 const loom_tensor_view& k_cache, const loom_tensor_view& v_cache) const {
+    if (args_.kv_dtype != LOOM_DTYPE_F32) {
+      const int64_t bs = b.block_size, es = loom::sdk::kv::element_size(args_.kv_dtype);
+      for (int64_t t = 0; t < b.num_tokens; ++t) {
+        const int64_t slot = b.slot_mapping[t];
+        for (int64_t h = 0; h < args_.n_kv_heads; ++h) {
+          for (auto [src, cache] : {std::pair{&k, &k_cache}, std::pair{&v, &v_cache}}) {
+            char* block = static_cast<char*>(cache->data) + (slot / bs) * cache->strides[0] * es;
+            loom::sdk::kv::write_row(args_.kv_dtype, block, slot % bs, h,
+                                     static_cast<const float*>(src->data) + t * src->strides[0] + h * src->strides[1],
+                                     bs, args_.n_kv_heads, args_.head_dim);
+          }
+        }
+      }
+      return;
+    }
     const size_t row_bytes = static_cast<size_t>(args_.head_dim) * sizeof(float);
     for (int64_t t = 0; t < b.num_tokens; ++t) {
       const int64_t slot = b.slot_mapping[t];
@@ -245,6 +277,9 @@ class FlashCpuAttention {
                  const loom_tensor_view& v_cache, const loom_tensor_view& out) {
     const int32_t group = args_.n_heads / args_.n_kv_heads;
     const auto n_items = static_cast<int64_t>(items_.size());
+    const int64_t es = loom::sdk::kv::element_size(args_.kv_dtype);
+    // From a block's first row of head h to that block-head's scale (int8/fp8 pools).
+    const int64_t scales_at = loom::sdk::kv::scales_offset(args_.kv_dtype, b.block_size, args_.n_kv_heads, args_.head_dim);
     std::atomic<int64_t> next{0};
     const int64_t workers = std::min<int64_t>(n_items, static_cast<int64_t>(scratch_.size()));
     host_.parallel_for(workers, [&](int64_t begin, int64_t end, int32_t thread) {
@@ -272,12 +307,14 @@ class FlashCpuAttention {
                              sc.row_pos.data(),
                              rows,
                              b.block_tables + static_cast<int64_t>(it.seq) * b.max_blocks_per_seq,
-                             static_cast<const float*>(k_cache.data) + it.kv_head * k_cache.strides[2],
-                             static_cast<const float*>(v_cache.data) + it.kv_head * v_cache.strides[2],
+                             static_cast<const char*>(k_cache.data) + it.kv_head * k_cache.strides[2] * es,
+                             static_cast<const char*>(v_cache.data) + it.kv_head * v_cache.strides[2] * es,
                              k_cache.strides[0],
                              k_cache.strides[1],
                              v_cache.strides[0],
                              v_cache.strides[1],
+                             args_.kv_dtype,
+                             scales_at + it.kv_head * (4 - k_cache.strides[2] * es),
                              args_.block_size,
                              args_.head_dim,
                              args_.scale};

@@ -9,10 +9,18 @@
 // Invariant the plugin relies on: a row's result depends only on its own query, its position
 // and its sequence's K/V — never on the other rows of the tile — so tiling choices and batch
 // composition cannot change a single bit of the output.
+//
+// KV dtypes: an f32 pool is read in place. An f16/bf16/int8/fp8_e4m3 pool is dequantised one
+// block-head at a time (only the rows some row of the tile admits) into a per-thread f32 buffer
+// of [block_size, head_dim] that stays in L1, and then folded exactly like f32; the dequantised
+// block is reused by every row of the tile (G query heads x tile tokens), so the conversion costs
+// one pass per block per tile. Block layout and scales: loom/sdk_kv_quant.hpp.
 #pragma once
 
 #include <cstdint>
 #include <vector>
+
+#include "loom/types.h"
 
 namespace loom::flash_cpu {
 
@@ -23,10 +31,12 @@ struct TileArgs {
   const int32_t* row_pos;      // [rows] position of each row's token; it attends to 0..pos
   int32_t rows;
   const int32_t* block_table;  // [>= max(row_pos) / block_size + 1] this sequence's blocks
-  const float* k_head;         // k_cache data advanced to this KV head
-  const float* v_head;         // v_cache data advanced to this KV head
-  int64_t k_block_stride, k_row_stride;  // k_cache strides of dims 0 (block) and 1 (slot)
+  const void* k_head;          // k_cache data advanced to this KV head
+  const void* v_head;          // v_cache data advanced to this KV head
+  int64_t k_block_stride, k_row_stride;  // k_cache strides of dims 0 (block) and 1 (slot), in elements
   int64_t v_block_stride, v_row_stride;
+  loom_dtype kv_dtype;         // f32, f16, bf16, i8 or fp8_e4m3
+  int64_t scale_offset;        // int8/fp8: bytes from a block's first row of this head to its scale
   int32_t block_size;
   int32_t head_dim;  // a multiple of 4
   float scale;
@@ -38,11 +48,13 @@ struct TileScratch {
   std::vector<float> m;       // [rows] running max of the scores
   std::vector<float> l;       // [rows] running sum of exp(score - m)
   std::vector<float> scores;  // [block_size] one row's scores, then weights, in one block
+  std::vector<float> k_block;  // [block_size, head_dim] dequantised K of one block-head (non-f32 pools)
+  std::vector<float> v_block;  // [block_size, head_dim] dequantised V
 };
 
 using TileKernel = void (*)(const TileArgs& args, TileScratch& scratch);
 
-// The portable kernel, or one compiled for AVX2+FMA when `allow_simd` and the CPU has both.
+// The portable kernel, or one compiled for AVX2+FMA+F16C when `allow_simd` and the CPU has them.
 TileKernel select_tile_kernel(bool allow_simd, const char** name);
 
 }  // namespace loom::flash_cpu

@@ -44,7 +44,7 @@ std::string dtype_label(loom_dtype t) {
     case LOOM_DTYPE_F32: return "f32";
     case LOOM_DTYPE_F16: return "f16";
     case LOOM_DTYPE_BF16: return "bf16";
-    case LOOM_DTYPE_I8: return "i8";
+    case LOOM_DTYPE_I8: return "int8";
     case LOOM_DTYPE_U8: return "u8";
     case LOOM_DTYPE_Q8_0: return "q8_0";
     case LOOM_DTYPE_FP8_E4M3: return "fp8_e4m3";

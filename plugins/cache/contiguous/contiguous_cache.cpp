@@ -114,11 +114,20 @@ Config parse_config(const char* config_json) {
 class ContiguousCache {
  public:
   ContiguousCache(const loom_cache_create_args& args, const Config& cfg) : block_size_(cfg.block_size) {
+    // The cache only counts blocks, so every dtype the pool can hold is fine.
+    if (args.kv_dtype != LOOM_DTYPE_F32 && args.kv_dtype != LOOM_DTYPE_F16 && args.kv_dtype != LOOM_DTYPE_BF16 &&
+        args.kv_dtype != LOOM_DTYPE_I8 && args.kv_dtype != LOOM_DTYPE_FP8_E4M3)
+      throw Error(LOOM_ERR_UNSUPPORTED, "cache contiguous: kv_dtype " + std::to_string(args.kv_dtype) +
+                                            " is not supported (f32, f16, bf16, int8, fp8_e4m3)");
     int64_t blocks = cfg.num_blocks;
     if (blocks == 0) {
       if (args.bytes_per_token <= 0)
         throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache contiguous: bytes_per_token must be positive");
-      blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token);
+      // Scales of int8/fp8 blocks (a field the host may be too old to set).
+      const bool has_extra = args.struct_size >= offsetof(loom_cache_create_args, bytes_per_block_extra) +
+                                                     sizeof(args.bytes_per_block_extra);
+      const int64_t extra = has_extra && args.bytes_per_block_extra > 0 ? args.bytes_per_block_extra : 0;
+      blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token + extra);
       if (blocks < 1)
         throw ConfigError("cache contiguous: kv_memory " + std::to_string(cfg.kv_memory) +
                           " bytes holds no block of " + std::to_string(cfg.block_size) + " tokens x " +

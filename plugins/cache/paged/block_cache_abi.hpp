@@ -110,6 +110,7 @@ struct Abi {
       if (args == nullptr || args->struct_size < sizeof(loom_cache_create_args)) {
         throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, std::string(Cache::kLabel) + ": missing or too old create args");
       }
+      kv_pool_config::check_kv_dtype(*args, Cache::kLabel);
       *self = new Cache(host, *args, cfg);
       *vtable = &kVtable;
     });

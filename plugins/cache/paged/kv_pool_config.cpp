@@ -4,9 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <utility>
 #include <vector>
 
@@ -97,6 +99,36 @@ Config parse_config(const char* config_json, const std::string& who) {
     throw sdk::ConfigError(message);
   }
   return cfg;
+}
+
+void check_kv_dtype(const loom_cache_create_args& args, const std::string& who) {
+  switch (args.kv_dtype) {
+    case LOOM_DTYPE_F32:
+    case LOOM_DTYPE_F16:
+    case LOOM_DTYPE_BF16:
+    case LOOM_DTYPE_I8:
+    case LOOM_DTYPE_FP8_E4M3: return;
+    default:
+      throw sdk::Error(LOOM_ERR_UNSUPPORTED, who + ": kv_dtype " + std::to_string(args.kv_dtype) +
+                                                 " is not supported (f32, f16, bf16, int8, fp8_e4m3)");
+  }
+}
+
+int32_t pool_blocks(const loom_cache_create_args& args, const Config& cfg, const std::string& who) {
+  int64_t blocks = cfg.num_blocks;
+  if (blocks == 0) {
+    if (args.bytes_per_token <= 0)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, who + ": bytes_per_token must be positive");
+    const bool has_extra = args.struct_size >= offsetof(loom_cache_create_args, bytes_per_block_extra) +
+                                                   sizeof(args.bytes_per_block_extra);
+    const int64_t extra = has_extra ? std::max<int64_t>(0, args.bytes_per_block_extra) : 0;
+    blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token + extra);
+    if (blocks < 1)
+      throw sdk::ConfigError(who + ": kv_memory " + std::to_string(cfg.kv_memory) + " bytes holds no block of " +
+                             std::to_string(cfg.block_size) + " tokens x " + std::to_string(args.bytes_per_token) +
+                             " bytes per token" + (extra > 0 ? " + " + std::to_string(extra) + " bytes of scales" : ""));
+  }
+  return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
 }
 
 }  // namespace loom::kv_pool_config

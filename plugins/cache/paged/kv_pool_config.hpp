@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "loom/cache.h"
+
 namespace loom::kv_pool_config {
 
 struct Config {
@@ -21,5 +23,13 @@ int64_t parse_byte_size(const std::string& text);
 // Parses and checks the config; throws sdk::ConfigError listing every problem at once.
 // `who` ("cache paged") starts every message.
 Config parse_config(const char* config_json, const std::string& who);
+
+// Throws sdk::Error(LOOM_ERR_UNSUPPORTED) unless the pool's kv_dtype is one this cache handles:
+// f32, f16, bf16, int8, fp8_e4m3 (the cache only counts blocks; it never reads them).
+void check_kv_dtype(const loom_cache_create_args& args, const std::string& who);
+
+// The pool's block count: num_blocks as configured, or as many blocks as kv_memory holds at
+// block_size * bytes_per_token + bytes_per_block_extra bytes each (capped at INT32_MAX).
+int32_t pool_blocks(const loom_cache_create_args& args, const Config& cfg, const std::string& who);
 
 }  // namespace loom::kv_pool_config

@@ -195,17 +195,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   };
 
   static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
-    int64_t blocks = cfg.num_blocks;
-    if (blocks == 0) {
-      if (args.bytes_per_token <= 0)
-        throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: bytes_per_token must be positive");
-      blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token);
-      if (blocks < 1)
-        throw sdk::ConfigError("cache paged: kv_memory " + std::to_string(cfg.kv_memory) +
-                               " bytes holds no block of " + std::to_string(cfg.block_size) + " tokens x " +
-                               std::to_string(args.bytes_per_token) + " bytes per token");
-    }
-    return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
+    return kv_pool_config::pool_blocks(args, cfg, kLabel);
   }
 
   // SeqBlocks' hooks: the pool's take() evicts by itself, and prefix sharing never writes a

@@ -24,6 +24,10 @@ typedef struct loom_cache_create_args {
   loom_dtype kv_dtype;
   int64_t bytes_per_token;  /* K and V of one token over all layers, in bytes */
   int32_t max_model_len;    /* longest sequence the model accepts */
+  /* Bytes of a block beyond block_size * bytes_per_token, over all layers, K and V: the per-block
+   * per-head scales of an int8/fp8_e4m3 pool (0 for f32/f16/bf16). Sizing from kv_memory counts
+   * them. Added after 1.1's first release: read it only when struct_size covers it. */
+  int64_t bytes_per_block_extra;
 } loom_cache_create_args;
 
 /* The pool the plugin asks the core to allocate. */

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include "core/common/error.hpp"
+#include "loom/sdk_kv_quant.hpp"
 
 namespace loom::bench {
 namespace {
@@ -42,6 +43,7 @@ const char* model_bench_usage() {
          "  -r, --repetitions N     runs per test, reported as mean +- std (default 3)\n"
          "  --attention NAME        attention plugin (default flash_cpu)\n"
          "  --quantization NAME     quantization plugin (default none)\n"
+         "  --kv-dtype TYPE         KV pool dtype: f32, f16, bf16, int8, fp8_e4m3 (default f32)\n"
          "  --plugin-dir DIR        search DIR for plugins first (repeatable)\n"
          "  --no-stream             skip the memory read bandwidth measurement\n"
          "  --json FILE             also write the results as JSON\n";
@@ -66,6 +68,11 @@ ModelBenchOptions parse_model_bench_options(int argc, char** argv) {
     else if (a == "-r" || a == "--repetitions") o.repetitions = parse_int(a, value(), 1);
     else if (a == "--attention") o.attention = value();
     else if (a == "--quantization") o.quantization = value();
+    else if (a == "--kv-dtype") {
+      o.kv_dtype = value();
+      if (sdk::kv::dtype_from_name(o.kv_dtype.c_str()) == LOOM_DTYPE_INVALID)
+        throw Error("--kv-dtype must be f32, f16, bf16, int8 or fp8_e4m3, got \"" + o.kv_dtype + "\"");
+    }
     else if (a == "--plugin-dir") o.plugin_dirs.push_back(value());
     else if (a == "--no-stream") o.stream = false;
     else if (a == "--json") o.json = value();

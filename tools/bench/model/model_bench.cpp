@@ -12,6 +12,7 @@
 #include "core/common/error.hpp"
 #include "tools/bench/model/bench_options.hpp"
 #include "tools/bench/model/bench_session.hpp"
+#include "loom/sdk_kv_quant.hpp"
 #include "tools/bench/model/stream_bandwidth.hpp"
 
 namespace loom::bench {
@@ -66,7 +67,8 @@ int run(const ModelBenchOptions& o) {
   int32_t max_seqs = 1;
   for (int32_t b : o.batched) max_seqs = std::max(max_seqs, b);
   BenchSession session(
-      SessionSpec{o.model, o.threads, o.attention, o.quantization, o.plugin_dirs, max_seqs, max_tokens});
+      SessionSpec{o.model, o.threads, o.attention, o.quantization, o.plugin_dirs, max_seqs, max_tokens,
+                  sdk::kv::dtype_from_name(o.kv_dtype.c_str())});
   const LlamaHparams& hp = session.hparams();
 
   nlohmann::json out = {{"model", o.model},
@@ -76,12 +78,13 @@ int run(const ModelBenchOptions& o) {
                         {"threads", o.threads},
                         {"attention", o.attention},
                         {"quantization", o.quantization},
+                        {"kv_dtype", o.kv_dtype},
                         {"repetitions", o.repetitions}};
   std::printf("model: %s  (%s layers, dim %d, vocab %d, %.1f M params, %.1f MiB)\n", o.model.c_str(),
               std::to_string(hp.n_layers).c_str(), hp.dim, hp.vocab_size, static_cast<double>(session.params()) / 1e6,
               static_cast<double>(session.file_bytes()) / (1 << 20));
-  std::printf("threads %d, attention %s, quantization %s, %d repetitions\n", o.threads, o.attention.c_str(),
-              o.quantization.c_str(), o.repetitions);
+  std::printf("threads %d, attention %s, quantization %s, kv %s, %d repetitions\n", o.threads, o.attention.c_str(),
+              o.quantization.c_str(), o.kv_dtype.c_str(), o.repetitions);
 
   double stream_bps = 0.0;
   if (o.stream) {
