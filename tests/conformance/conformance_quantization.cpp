@@ -12,6 +12,7 @@
 #include "core/common/half.hpp"
 #include "core/common/thread_pool.hpp"
 #include "loom/quantization.h"
+#include "loom/sdk_gguf_blocks.hpp"
 #include "tests/conformance/conformance_support.hpp"
 
 namespace loom {
@@ -19,7 +20,10 @@ namespace {
 
 // Allowed error relative to sum_i |x_i w_i|. Plugins that quantize at load time add an entry.
 double tolerance(const std::string& plugin) {
-  static const std::map<std::string, double> kTol = {{"none", 1e-6}};
+  // int8/int4/fp8 quantize f32/f16/bf16 at load: their bound is the format's per-weight error
+  // (fp8: 1/16 of each weight; int8: half a step of max/127; int4: a step of (max - min)/15);
+  // conformance_quantization_int checks them tightly against their own dequantized weights.
+  static const std::map<std::string, double> kTol = {{"none", 1e-6}, {"int8", 0.01}, {"fp8", 0.07}, {"int4", 0.25}};
   auto it = kTol.find(plugin);
   return it == kTol.end() ? 1e-6 : it->second;
 }
@@ -142,14 +146,15 @@ TEST(QuantizationNone, SaysWhyItRefusesADtype) {
 
 // For every kernel path this machine has, linear over n = 1..37 rows gives each row exactly the
 // bits it gets alone: the register blocks (4 rows, then 3, 2 or 1) and the tiles (48 features,
-// a short last one here) never change an element's reduction order. in = 67 exercises the tail.
+// a short last one here) never change an element's reduction order. in = 91 = 2 x 32 + 3 x 8 + 3
+// exercises the decode kernel's unrolled steps, its single 8-lane steps and the tail.
 TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
   ThreadPool threads(2);
   PluginHost host(threads, {});
   loom_quantization_create_args a{};
   a.struct_size = sizeof(a);
   a.device = loom_device{LOOM_DEVICE_CPU, 0};
-  constexpr int64_t kMaxN = 37, kIn = 67, kOut = 101;
+  constexpr int64_t kMaxN = 37, kIn = 91, kOut = 101;
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(kMaxN * kIn)), w(static_cast<size_t>(kOut * kIn));
@@ -199,6 +204,177 @@ TEST(QuantizationNone, RejectsAnUnknownSimdValue) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("\"simd\" must be \"auto\" or \"portable\""), std::string::npos) << e.what();
   }
+}
+
+
+// ---- GGUF block formats ----------------------------------------------------------------------
+// Every plugin that takes a block format, on random weights quantized by the SDK reference
+// quantizer: y against a double GEMM on the dequantized weights (only the plugin's activation
+// quantization separates them: checks the kernel and the layout), against the f32 weights
+// (within the format's quantization noise), and each row's bits alone == in the batch.
+
+struct BlockFormat {
+  loom_dtype dtype;
+  const char* name;
+  double kernel_tol;  // |y - x dequant(W)^T| / sum |x_i dequant(w)_i|
+  double format_tol;  // |y - x W^T| / sum |x_i w_i|
+};
+
+constexpr BlockFormat kBlockFormats[] = {{LOOM_DTYPE_Q8_0, "q8_0", 3e-3, 1e-2},
+                                         {LOOM_DTYPE_Q4_0, "q4_0", 3e-3, 6e-2},
+                                         {LOOM_DTYPE_Q4_K, "q4_K", 4e-3, 5e-2},
+                                         {LOOM_DTYPE_Q6_K, "q6_K", 4e-3, 1.5e-2}};
+
+// W [out, in] uniform in [-1, 1], its blocks, and the blocks' f32 values.
+struct QuantizedMatrix {
+  std::vector<float> w, deq;
+  std::vector<uint8_t> blocks;
+};
+
+QuantizedMatrix make_quantized(loom_dtype dtype, int64_t out, int64_t in, std::mt19937_64& rng) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  QuantizedMatrix m;
+  m.w.resize(static_cast<size_t>(out * in));
+  for (auto& e : m.w) e = u(rng);
+  const sdk::gguf::BlockGeometry geo = sdk::gguf::block_geometry(dtype);
+  const int64_t row_bytes = in / geo.values * geo.bytes;
+  m.blocks.resize(static_cast<size_t>(out * row_bytes));
+  m.deq.resize(m.w.size());
+  for (int64_t o = 0; o < out; ++o) {
+    sdk::gguf::quantize_row(dtype, m.w.data() + o * in, m.blocks.data() + o * row_bytes, in);
+    sdk::gguf::dequantize_row(dtype, m.blocks.data() + o * row_bytes, m.deq.data() + o * in, in);
+  }
+  return m;
+}
+
+class BlockFormatConformance : public ::testing::TestWithParam<std::tuple<std::string, int>> {
+ protected:
+  ThreadPool threads_{2};
+  PluginHost host_{threads_, {}};
+};
+
+TEST_P(BlockFormatConformance, LinearMatchesDequantizedGemm) {
+  const auto& [name, index] = GetParam();
+  const BlockFormat& f = kBlockFormats[index];
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  std::string skip;
+  const auto plugin = conformance::create_or_skip(host_, LOOM_KIND_QUANTIZATION, name, &a, &skip);
+  if (!plugin) GTEST_SKIP() << skip;
+  int32_t ok = 0;
+  plugin->call("supports", &loom_quantization_vtable::supports, f.dtype, &ok);
+  if (!ok) GTEST_SKIP() << name << " does not take " << f.name << " weights";
+
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const Case& c : {Case{1, 256, 40}, Case{5, 512, 67}, Case{37, 256, 33}, Case{3, 4096, 24}, Case{8, 1024, 9}}) {
+    const QuantizedMatrix m = make_quantized(f.dtype, c.out, c.in, rng);
+    std::vector<float> x(static_cast<size_t>(c.n * c.in));
+    for (auto& e : x) e = u(rng);
+    const loom_tensor_view wv = mat(const_cast<uint8_t*>(m.blocks.data()), f.dtype, c.out, c.in);
+    void* handle = nullptr;
+    plugin->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
+    std::vector<float> y(static_cast<size_t>(c.n * c.out), NAN);
+    const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, c.n, c.in);
+    loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, c.n, c.out);
+    plugin->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
+    for (int64_t t = 0; t < c.n; ++t) {
+      for (int64_t o = 0; o < c.out; ++o) {
+        double ref_deq = 0, mag_deq = 0, ref = 0, mag = 0;
+        for (int64_t i = 0; i < c.in; ++i) {
+          const double xi = x[static_cast<size_t>(t * c.in + i)];
+          ref_deq += xi * m.deq[static_cast<size_t>(o * c.in + i)];
+          mag_deq += std::abs(xi * m.deq[static_cast<size_t>(o * c.in + i)]);
+          ref += xi * m.w[static_cast<size_t>(o * c.in + i)];
+          mag += std::abs(xi * m.w[static_cast<size_t>(o * c.in + i)]);
+        }
+        const double got = y[static_cast<size_t>(t * c.out + o)];
+        ASSERT_NEAR(got, ref_deq, f.kernel_tol * mag_deq)
+            << f.name << " vs dequantized, n=" << c.n << " in=" << c.in << " at [" << t << ", " << o << "]";
+        ASSERT_NEAR(got, ref, f.format_tol * mag)
+            << f.name << " vs f32, n=" << c.n << " in=" << c.in << " at [" << t << ", " << o << "]";
+      }
+    }
+    for (int64_t t = 0; t < c.n; ++t) {
+      std::vector<float> y1(static_cast<size_t>(c.out));
+      const loom_tensor_view x1 = mat(x.data() + t * c.in, LOOM_DTYPE_F32, 1, c.in);
+      loom_tensor_view y1v = mat(y1.data(), LOOM_DTYPE_F32, 1, c.out);
+      plugin->call("linear", &loom_quantization_vtable::linear, handle, &x1, &y1v);
+      ASSERT_EQ(std::memcmp(y1.data(), y.data() + t * c.out, sizeof(float) * static_cast<size_t>(c.out)), 0)
+          << f.name << ": row " << t << " of n=" << c.n << " in=" << c.in;
+    }
+    plugin->vtable<loom_quantization_vtable>().release_weight(plugin->self(), handle);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Plugins, BlockFormatConformance,
+                         ::testing::Combine(::testing::ValuesIn(conformance::plugin_names()), ::testing::Range(0, 4)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + kBlockFormats[std::get<1>(info.param)].name;
+                         });
+
+// quantization gguf: both kernel sets batch-invariant over n = 1..37, and close to each other
+// (they sum the same exact block products in different float orders).
+TEST(QuantizationGguf, EveryKernelIsBatchInvariant) {
+  ThreadPool threads(2);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  constexpr int64_t kMaxN = 37, kIn = 512, kOut = 75;
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(kMaxN * kIn));
+  for (auto& e : x) e = u(rng);
+  for (const BlockFormat& f : kBlockFormats) {
+    const QuantizedMatrix m = make_quantized(f.dtype, kOut, kIn, rng);
+    std::vector<float> by_config[2];
+    int which = 0;
+    for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})"}) {
+      const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "gguf", "", config}, &a);
+      const loom_tensor_view wv = mat(const_cast<uint8_t*>(m.blocks.data()), f.dtype, kOut, kIn);
+      void* handle = nullptr;
+      p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
+      std::vector<float>& alone = by_config[which++];
+      alone.resize(static_cast<size_t>(kMaxN * kOut));
+      for (int64_t t = 0; t < kMaxN; ++t) {
+        const loom_tensor_view x1 = mat(x.data() + t * kIn, LOOM_DTYPE_F32, 1, kIn);
+        loom_tensor_view y1 = mat(alone.data() + t * kOut, LOOM_DTYPE_F32, 1, kOut);
+        p->call("linear", &loom_quantization_vtable::linear, handle, &x1, &y1);
+      }
+      for (int64_t n = 1; n <= kMaxN; ++n) {
+        std::vector<float> y(static_cast<size_t>(n * kOut), NAN);
+        const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, kIn);
+        loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, kOut);
+        p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
+        ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
+            << config << " " << f.name << ": n=" << n << " differs from row by row";
+      }
+      p->vtable<loom_quantization_vtable>().release_weight(p->self(), handle);
+    }
+    for (size_t i = 0; i < by_config[0].size(); ++i)
+      ASSERT_NEAR(by_config[0][i], by_config[1][i], 1e-4 * (1.0 + std::abs(by_config[0][i]))) << f.name << " at " << i;
+  }
+}
+
+TEST(QuantizationGguf, RefusesRowsThatAreNotWholeBlocks) {
+  ThreadPool threads(1);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "gguf", "", "{}"}, &a);
+  const auto& vt = p->vtable<loom_quantization_vtable>();
+  ErrorBuffer err;
+  loom_error_buf eb = err.buf();
+  std::vector<uint8_t> q(144 * 4);
+  const loom_tensor_view w = mat(q.data(), LOOM_DTYPE_Q4_K, 4, 128);
+  void* h = nullptr;
+  EXPECT_EQ(vt.prepare_weight(p->self(), &w, &h, &eb), LOOM_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(err.str().find("in_features 128"), std::string::npos) << err.str();
+  int32_t ok = 1;
+  ASSERT_EQ(vt.supports(p->self(), LOOM_DTYPE_Q5_K, &ok, &eb), LOOM_OK);
+  EXPECT_EQ(ok, 0);
 }
 
 }  // namespace

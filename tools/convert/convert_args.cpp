@@ -2,6 +2,8 @@
 
 #include <charconv>
 
+#include "tools/convert/weight_quantizer.hpp"
+
 namespace loom::convert {
 namespace {
 
@@ -41,6 +43,16 @@ Usage:
       norms are 1. Tensors are generated while written, so a 16 GB file needs little RAM.
       Default --dtype f16; output.weight is written unless --tied.
 
+  loom-convert --hf DIR -o OUT.gguf [--dtype f32|f16|bf16] [--name NAME]
+      Convert a Hugging Face model directory (config.json, model.safetensors or shards,
+      tokenizer.json, tokenizer_config.json) of a Llama, Mistral, Qwen2 or Qwen3 model: arch
+      metadata, RoPE scaling, q/k rows permuted to GGUF's interleaved RoPE (llama family), the
+      byte-level BPE tokenizer and the chat template. Default --dtype f32.
+
+  loom-convert --input IN.gguf --quantize FORMAT -o OUT.gguf
+      Rewrite a GGUF with its f32/f16/bf16 matrices quantized (metadata and other tensors
+      copied). See --quantize.
+
 Options:
   -o, --output PATH    output file (written as PATH.tmp, then renamed)
   --name NAME          general.name (default "llama" for --llama2c, the preset name or
@@ -56,6 +68,12 @@ Options:
                        [,rope_base=..][,eps=..]   (kv_heads defaults to heads, ctx to 2048)
   --seed N             random seed (default 0)
   --tied               random model: no output.weight (the head reuses token_embd)
+  --quantize FORMAT    q8_0 | q4_0 | q4_k | q6_k: write the weight matrices in this GGUF block
+                       format (norms stay f32). With q4_0/q4_k the output head is q6_K, as in
+                       llama.cpp; a matrix whose rows are not whole blocks falls back (q4_k ->
+                       q4_0, q6_k -> q8_0, else left unquantized) with a note on stderr.
+                       --llama2c/--random write --dtype first, to OUT.gguf.unquantized.tmp.
+  --input IN.gguf      the model to quantize (needs --quantize)
   -h, --help           this text
 
 Exit status: 0 done, 1 the conversion failed, 2 bad arguments.
@@ -99,14 +117,33 @@ Args parse_args(const std::vector<std::string>& argv) {
       a.seed = parse_number<uint64_t>(f, value(i));
     } else if (f == "--tied") {
       a.tied = true;
+    } else if (f == "--quantize") {
+      a.quantize = value(i);
+      if (find_weight_quantizer(a.quantize) == nullptr)
+        throw UsageError("--quantize '" + a.quantize + "' is not one of " + weight_quantizer_names());
+    } else if (f == "--hf") {
+      a.hf_dir = value(i);
+    } else if (f == "--input") {
+      a.input = value(i);
     } else {
       throw UsageError("unknown argument '" + f + "'");
     }
   }
   if (help) return a;
-  if (llama2c == random) throw UsageError("give exactly one of --llama2c MODEL.bin or --random");
+  const bool input = !a.input.empty(), hf = !a.hf_dir.empty();
+  if (int{llama2c} + int{random} + int{input} + int{hf} != 1)
+    throw UsageError("give exactly one of --llama2c MODEL.bin, --random, --input IN.gguf or --hf DIR");
   if (a.output.empty()) throw UsageError("missing -o OUT.gguf");
-  if (llama2c) {
+  if (hf) {
+    a.mode = Mode::kHf;
+    if (!a.tokenizer.empty() || !a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied || a.ctx > 0)
+      throw UsageError("--hf only takes --dtype, --name, --quantize and -o");
+  } else if (input) {
+    a.mode = Mode::kInput;
+    if (a.quantize.empty()) throw UsageError("--input needs --quantize FORMAT");
+    if (a.dtype || !a.tokenizer.empty() || !a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied)
+      throw UsageError("--input only takes --quantize and -o");
+  } else if (llama2c) {
     a.mode = Mode::kLlama2c;
     if (a.tokenizer.empty()) throw UsageError("--llama2c needs --tokenizer TOK.bin");
     if (!a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied) {

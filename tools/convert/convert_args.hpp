@@ -15,7 +15,7 @@ struct UsageError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class Mode { kHelp, kLlama2c, kRandom };
+enum class Mode { kHelp, kLlama2c, kRandom, kInput, kHf };
 
 struct Args {
   Mode mode = Mode::kHelp;
@@ -32,6 +32,11 @@ struct Args {
   std::string vocab_from;
   uint64_t seed = 0;
   bool tied = false;
+  // --quantize NAME (weight_quantizer.hpp; empty: matrices keep --dtype); --input IN.gguf
+  std::string quantize;
+  std::string input;
+  // --hf DIR: a Hugging Face model directory (hf_convert.hpp)
+  std::string hf_dir;
 };
 
 Args parse_args(const std::vector<std::string>& argv);

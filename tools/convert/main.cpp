@@ -2,6 +2,7 @@
 // See usage_text() (--help) for the command line.
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@
 #include "core/model/llama_gguf_export.hpp"
 #include "core/model/model_presets.hpp"
 #include "tools/convert/convert_args.hpp"
+#include "tools/convert/hf_convert.hpp"
+#include "tools/convert/weight_quantizer.hpp"
 
 namespace {
 
@@ -30,6 +33,35 @@ loom::GgufMetadata load_tokenizer_metadata(const std::string& path) {
   return loom::tokenizer_metadata(loom::Llama2cTokenizer::read(path));
 }
 
+// Writes `in` with its matrices quantized (weight_quantizer.hpp) to `out`.
+void quantize_file(const std::string& in, const std::string& quantize, const std::string& out) {
+  const loom::GgufFile file = loom::GgufFile::open(in);
+  const loom::convert::WeightQuantizer& q = *loom::convert::find_weight_quantizer(quantize);
+  std::vector<std::string> notes;
+  const auto t0 = std::chrono::steady_clock::now();
+  const loom::GgufWriter w = loom::convert::quantize_gguf(file, q, &notes);
+  for (const std::string& n : notes) std::fprintf(stderr, "loom-convert: note: %s\n", n.c_str());
+  w.write(out);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, matrices %s) in %.1f s\n", out.c_str(), w.tensor_count(),
+               q.name.c_str(), secs);
+}
+
+// --quantize with --llama2c/--random: the unquantized model goes to a temporary file first.
+std::string stage_output(const Args& a) { return a.quantize.empty() ? a.output : a.output + ".unquantized.tmp"; }
+
+void finish_quantize(const Args& a) {
+  if (a.quantize.empty()) return;
+  const std::string staged = stage_output(a);
+  try {
+    quantize_file(staged, a.quantize, a.output);
+  } catch (...) {
+    std::filesystem::remove(staged);
+    throw;
+  }
+  std::filesystem::remove(staged);
+}
+
 void run_llama2c(const Args& a) {
   const auto ck = loom::Llama2cCheckpoint::open(a.llama2c_model);
   const auto tok = loom::Llama2cTokenizer::read(a.tokenizer, ck.config().vocab_size);
@@ -42,9 +74,10 @@ void run_llama2c(const Args& a) {
                a.llama2c_model.c_str(), c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.vocab_size,
                c.seq_len, c.shared_classifier ? "tied" : "separate");
   const loom::GgufWriter w = loom::llama2c_to_gguf(ck, tok, opts);
-  w.write(a.output);
-  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, %s)\n", a.output.c_str(), w.tensor_count(),
+  w.write(stage_output(a));
+  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, %s)\n", stage_output(a).c_str(), w.tensor_count(),
                loom::dtype_name(opts.dtype));
+  finish_quantize(a);
 }
 
 void run_random(const Args& a) {
@@ -58,11 +91,26 @@ void run_random(const Args& a) {
   const loom::GgufMetadata tokenizer = load_tokenizer_metadata(a.vocab_from);
   const loom::GgufWriter w = loom::random_llama_gguf(opts, tokenizer);
   const auto t0 = std::chrono::steady_clock::now();
-  w.write(a.output);
+  w.write(stage_output(a));
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, %s, vocab %lld) in %.1f s\n", a.output.c_str(),
+  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, %s, vocab %lld) in %.1f s\n", stage_output(a).c_str(),
                w.tensor_count(), loom::dtype_name(opts.dtype),
                static_cast<long long>(loom::tokenizer_vocab_size(tokenizer)), secs);
+  finish_quantize(a);
+}
+
+void run_hf(const Args& a) {
+  const auto src = loom::ModelSource::open(a.hf_dir);
+  loom::convert::HfConvertOptions opts;
+  opts.dtype = a.dtype.value_or(LOOM_DTYPE_F32);
+  opts.name = a.name;
+  std::vector<std::string> notes;
+  const loom::GgufWriter w = loom::convert::hf_to_gguf(*src, opts, &notes);
+  for (const std::string& n : notes) std::fprintf(stderr, "loom-convert: note: %s\n", n.c_str());
+  w.write(stage_output(a));
+  std::fprintf(stderr, "loom-convert: wrote %s (%s, %zu tensors, %s)\n", stage_output(a).c_str(),
+               src->hparams().architecture.c_str(), w.tensor_count(), loom::dtype_name(opts.dtype));
+  finish_quantize(a);
 }
 
 }  // namespace
@@ -80,6 +128,8 @@ int main(int argc, char** argv) {
       case loom::convert::Mode::kHelp: std::fputs(loom::convert::usage_text(), stdout); return 0;
       case loom::convert::Mode::kLlama2c: run_llama2c(args); return 0;
       case loom::convert::Mode::kRandom: run_random(args); return 0;
+      case loom::convert::Mode::kInput: quantize_file(args.input, args.quantize, args.output); return 0;
+      case loom::convert::Mode::kHf: run_hf(args); return 0;
     }
   } catch (const loom::Error& e) {
     // --dims/--preset mistakes surface here as loom::Error too: they are usage errors.

@@ -1,0 +1,48 @@
+// The dot-product kernels of quantization/gguf: y = x W^T over one tile of weight rows stored in
+// a GGUF block format, on activations already quantized per row (Q8_0 blocks against Q8_0/Q4_0
+// weights, Q8_K blocks against Q4_K/Q6_K). Each has a portable version and, on x86-64, an AVX2
+// one picked at run time.
+//
+// Batch invariance: a block's integer dot product is exact, and each kernel folds the blocks of
+// one (activation row, weight row) pair into its float sum in one fixed order whatever n is and
+// however rows are grouped into register blocks, so a row gives the same bits alone or in any
+// batch. Portable and AVX2 kernels differ from each other, never within themselves.
+#pragma once
+
+#include <cstdint>
+
+#include "loom/sdk_gguf_blocks.hpp"
+
+namespace loom_gguf {
+
+// y[t * ys + j] = dot(activation row t, weight row j) for t < n, j < n_rows.
+//   w: n_rows weight rows, w_row_bytes apart, each in/block_values blocks of the weight format
+//   xq: n quantized activation rows, xq_row_bytes apart
+using TileKernel = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const uint8_t* xq,
+                            int64_t xq_row_bytes, int64_t n, int64_t in, float* y, int64_t ys);
+
+// xq = Q8_0 blocks of x: [n_blocks * 32] floats to n_blocks blocks. Every version gives the
+// bits of loom::sdk::gguf::quantize_q8_0, so the two kernel sets see the same activations.
+using QuantizeQ8_0 = void (*)(const float* x, loom::sdk::gguf::BlockQ8_0* y, int64_t n_blocks);
+
+struct Kernels {
+  TileKernel q8_0;  // Q8_0 weights x Q8_0 activations
+  TileKernel q4_0;  // Q4_0 weights x Q8_0 activations
+  TileKernel q4_k;  // Q4_K weights x Q8_K activations
+  TileKernel q6_k;  // Q6_K weights x Q8_K activations
+  QuantizeQ8_0 quantize_q8_0;  // activations for q8_0 and q4_0
+  const char* name;  // "portable" or "avx2"
+};
+
+// The fastest kernels this CPU runs, or the portable ones when allow_simd is false.
+Kernels select_kernels(bool allow_simd);
+
+Kernels portable_kernels();
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define LOOM_GGUF_HAVE_AVX2 1
+bool cpu_has_avx2_fma();
+Kernels avx2_kernels();
+#endif
+
+}  // namespace loom_gguf

@@ -1,0 +1,208 @@
+// quantization/int8: weights quantized at load to INT8 with one scale per output channel
+// (int8_format.hpp), from f32, f16 or bf16 storage.
+//   mode "w8a16" (default): activations stay f32; weights are dequantized in registers for a
+//       few input rows, into an L2 tile for many (dequant_gemm.hpp); batch-invariant bit for bit.
+//   mode "w8a8": each input row is quantized to INT8 on the fly (its own scale) and the dot
+//       products are exact int32 sums, so the result depends on the row alone. Calibration
+//       (int8_calibrate.h) adds SmoothQuant factors with strength "smoothquant_alpha".
+// Keys: mode, smoothquant_alpha (w8a8 only, in [0, 1], default 0.5), simd ("auto"/"portable").
+#include <algorithm>
+#include <boost/dll/alias.hpp>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../common/dequant_gemm.hpp"
+#include "../common/quant_plugin.hpp"
+#include "int8_calibrate.h"
+#include "int8_format.hpp"
+
+namespace loom_int8 {
+namespace {
+
+using loom_quant::Error;
+using loom_quant::LinearArgs;
+
+class Int8Quantization {
+ public:
+  static constexpr const char* kName = "int8";
+  struct Options {
+    bool simd = true;
+    bool w8a8 = false;
+    float alpha = 0.5f;
+  };
+
+  static Options parse(const char* config_json) {
+    Options o;
+    bool alpha_given = false;
+    loom_quant::parse_config(kName, config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
+      if (key == "simd") {
+        o.simd = loom_quant::read_simd(v, o.simd, problem);
+      } else if (key == "mode") {
+        if (v == "w8a16") {
+          o.w8a8 = false;
+        } else if (v == "w8a8") {
+          o.w8a8 = true;
+        } else {
+          problem("\"mode\" must be \"w8a16\" or \"w8a8\", got " + v.dump());
+        }
+      } else if (key == "smoothquant_alpha") {
+        alpha_given = true;
+        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1) {
+          problem("\"smoothquant_alpha\" must be a number in [0, 1], got " + v.dump());
+        } else {
+          o.alpha = v.get<float>();
+        }
+      } else {
+        problem("unknown key \"" + key + "\" (valid keys: mode, smoothquant_alpha, simd)");
+      }
+    });
+    if (alpha_given && !o.w8a8)
+      throw loom_quant::ConfigError(
+          "quantization int8: \"smoothquant_alpha\" applies to \"mode\": \"w8a8\" only (weight-only w8a16 keeps "
+          "activations in f32)");
+    return o;
+  }
+
+  Int8Quantization(const loom_host_api* host, const Options& opt)
+      : host_(host), opt_(opt), kernels_(select_kernels(opt.simd)) {
+    const auto threads = static_cast<size_t>(host_.num_threads());
+    tiles_.resize(threads);
+    dots_.resize(threads);
+  }
+
+  void* prepare(const loom_tensor_view* view) const {
+    auto w = std::make_unique<Int8Weight>();
+    w->source = loom_quant::check_weight(kName, view);
+    w->out = w->source.out;
+    w->in = w->source.in;
+    w->in_pad = (w->in + kPad - 1) / kPad * kPad;
+    w->q.assign(static_cast<size_t>(w->out * w->in_pad), 0);
+    w->scale.assign(static_cast<size_t>(w->out), 0.0f);
+    quantize(*w, nullptr);
+    return w.release();
+  }
+
+  void linear(void* handle, const loom_tensor_view* x, loom_tensor_view* y) {
+    const Int8Weight& w = *static_cast<const Int8Weight*>(handle);
+    const LinearArgs a = loom_quant::check_linear(kName, w.in, w.out, x, y);
+    if (!opt_.w8a8) {
+      loom_quant::dequant_linear(host_, kernels_.w8a16, w, w.in, w.out, a, tiles_);
+      return;
+    }
+    linear_w8a8(w, a);
+  }
+
+  static void release(void* handle) { delete static_cast<Int8Weight*>(handle); }
+
+  void calibrate(Int8Weight& w, const float* act_absmax, int64_t in) const {
+    if (!opt_.w8a8) throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization int8: calibration needs \"mode\": \"w8a8\"");
+    if (act_absmax == nullptr || in != w.in)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization int8: calibrate expects " + std::to_string(w.in) +
+                                                 " activation maxima, got " + std::to_string(in));
+    std::vector<float> w_absmax(static_cast<size_t>(in), 0.0f), row(static_cast<size_t>(in));
+    for (int64_t o = 0; o < w.out; ++o) {
+      loom_quant::read_row(w.source, o, row.data());
+      for (int64_t j = 0; j < in; ++j)
+        w_absmax[static_cast<size_t>(j)] =
+            std::max(w_absmax[static_cast<size_t>(j)], std::fabs(row[static_cast<size_t>(j)]));
+    }
+    std::vector<float> s(static_cast<size_t>(in));
+    smoothing_factors(act_absmax, w_absmax.data(), in, opt_.alpha, s.data());
+    quantize(w, s.data());
+    w.inv_smooth.resize(static_cast<size_t>(in));
+    for (int64_t j = 0; j < in; ++j) w.inv_smooth[static_cast<size_t>(j)] = 1.0f / s[static_cast<size_t>(j)];
+  }
+
+ private:
+  // Quantizes every row of w.source (times smooth, when given) into w.q / w.scale.
+  void quantize(Int8Weight& w, const float* smooth) const {
+    host_.parallel_for(w.out, [&](int64_t begin, int64_t end) {
+      std::vector<float> row(static_cast<size_t>(w.in));
+      for (int64_t o = begin; o < end; ++o) {
+        loom_quant::read_row(w.source, o, row.data());
+        quantize_row(row.data(), smooth, w.in, w.q.data() + o * w.in_pad, &w.scale[static_cast<size_t>(o)]);
+      }
+    });
+  }
+
+  void linear_w8a8(const Int8Weight& w, const LinearArgs& a) {
+    // Activations: [n, in_pad] int8 and one scale per row; reused from call to call.
+    xq_.resize(static_cast<size_t>(a.n * w.in_pad));
+    xscale_.resize(static_cast<size_t>(a.n));
+    const float* inv_smooth = w.inv_smooth.empty() ? nullptr : w.inv_smooth.data();
+    host_.parallel_for(a.n, [&](int64_t begin, int64_t end) {
+      for (int64_t t = begin; t < end; ++t)
+        xscale_[static_cast<size_t>(t)] =
+            quantize_activation(a.x + t * a.xs, inv_smooth, w.in, w.in_pad, xq_.data() + t * w.in_pad);
+    });
+    const int64_t n_tiles = (w.out + loom_quant::kTile - 1) / loom_quant::kTile;
+    host_.parallel_for(n_tiles, [&](int64_t begin, int64_t end, int32_t thread) {
+      if (thread < 0 || static_cast<size_t>(thread) >= dots_.size())
+        throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
+      std::vector<int32_t>& acc = dots_[static_cast<size_t>(thread)];  // [n, kTile]
+      acc.resize(static_cast<size_t>(a.n * loom_quant::kTile));
+      const int8_t* rows[loom_quant::kTile];
+      for (int64_t tile = begin; tile < end; ++tile) {
+        const int64_t o0 = tile * loom_quant::kTile;
+        const int64_t n_rows = std::min(loom_quant::kTile, w.out - o0);
+        for (int64_t j = 0; j < n_rows; ++j) rows[j] = w.q.data() + (o0 + j) * w.in_pad;
+        kernels_.dot(rows, n_rows, xq_.data(), w.in_pad, a.n, w.in_pad, acc.data(), loom_quant::kTile);
+        for (int64_t t = 0; t < a.n; ++t)
+          for (int64_t j = 0; j < n_rows; ++j)
+            a.y[t * a.ys + o0 + j] = static_cast<float>(acc[static_cast<size_t>(t * loom_quant::kTile + j)]) *
+                                     (xscale_[static_cast<size_t>(t)] * w.scale[static_cast<size_t>(o0 + j)]);
+      }
+    });
+  }
+
+  loom::sdk::Host host_;
+  Options opt_;
+  Kernels kernels_;
+  std::vector<std::vector<float>> tiles_;   // per thread: one dequantized tile (w8a16)
+  std::vector<std::vector<int32_t>> dots_;  // per thread: [n, kTile] int32 dot products (w8a8)
+  std::vector<int8_t> xq_;                  // [n, in_pad] quantized activations (w8a8)
+  std::vector<float> xscale_;               // [n]
+};
+
+using Abi = loom_quant::PluginAbi<Int8Quantization>;
+
+const loom_plugin_desc kDesc = {
+    sizeof(loom_plugin_desc),
+    LOOM_ABI_VERSION,
+    LOOM_KIND_QUANTIZATION,
+    LOOM_QUANTIZATION_IFACE_MAJOR,
+    LOOM_QUANTIZATION_IFACE_MINOR,
+    "int8",
+    "0.1.0",
+    "INT8 weights with per-output-channel scales, quantized at load; w8a16 (default) or w8a8 with SmoothQuant",
+    nullptr,
+    &Abi::validate,
+    &Abi::create,
+    &Abi::destroy};
+
+}  // namespace
+}  // namespace loom_int8
+
+extern "C" __attribute__((visibility("default"))) void loom_quantization_int8_smoothing_factors(const float* act_absmax,
+                                                                                                const float* w_absmax,
+                                                                                                int64_t n, float alpha,
+                                                                                                float* s) {
+  loom_int8::smoothing_factors(act_absmax, w_absmax, n, alpha, s);
+}
+
+extern "C" __attribute__((visibility("default"))) loom_status loom_quantization_int8_calibrate(void* self, void* handle,
+                                                                                               const float* act_absmax,
+                                                                                               int64_t in_features,
+                                                                                               loom_error_buf* err) {
+  return loom::sdk::detail::guarded(err, [&] {
+    if (self == nullptr || handle == nullptr)
+      throw loom_quant::Error(LOOM_ERR_INVALID_ARGUMENT, "quantization int8: calibrate needs an instance and a weight");
+    static_cast<loom_int8::Int8Quantization*>(self)->calibrate(*static_cast<loom_int8::Int8Weight*>(handle), act_absmax,
+                                                               in_features);
+  });
+}
+
+const loom_plugin_desc* loom_quantization_int8_entry() { return &loom_int8::kDesc; }
+BOOST_DLL_ALIAS(loom_quantization_int8_entry, loom_plugin_entry_v1)
