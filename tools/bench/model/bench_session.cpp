@@ -18,10 +18,10 @@ BenchSession::BenchSession(const SessionSpec& spec)
   threads_ = std::make_unique<ThreadPool>(spec.threads);
   host_ = std::make_unique<PluginHost>(*threads_, spec.plugin_dirs);
   plugins_ = create_forward_plugins(*host_, PluginSpec{LOOM_KIND_ATTENTION, spec.attention, "", "{}"},
-                                    PluginSpec{LOOM_KIND_QUANTIZATION, spec.quantization, "", "{}"}, hp,
-                                    LOOM_DTYPE_F32, kBlockSize);
+                                    PluginSpec{LOOM_KIND_QUANTIZATION, spec.quantization, "", spec.quantization_config},
+                                    hp, spec.kv_dtype, kBlockSize);
   pool_ = std::make_unique<KvPool>(KvPoolShape{hp.n_layers, max_seqs_ * blocks_per_seq_, kBlockSize, hp.n_kv_heads,
-                                               hp.head_dim, LOOM_DTYPE_F32});
+                                               hp.head_dim, spec.kv_dtype});
   executor_ = std::make_unique<ModelExecutor>(weights_, plugins_.attention_ops(), plugins_.quant_ops(), *pool_,
                                               *threads_);
   block_ids_.resize(static_cast<size_t>(max_seqs_ * blocks_per_seq_));
@@ -111,6 +111,17 @@ Timing BenchSession::batched_decode(int32_t seqs, int32_t prompt, int32_t steps)
     total += run_step(step);
   }
   return total;
+}
+
+void BenchSession::score(std::span<const int32_t> ids, std::vector<float>& logits) {
+  if (static_cast<int64_t>(ids.size()) > static_cast<int64_t>(blocks_per_seq_) * kBlockSize)
+    throw Error("bench: " + std::to_string(ids.size()) + " tokens beyond the session's " +
+                std::to_string(blocks_per_seq_ * kBlockSize) + " positions");
+  const SeqSchedule seq{ids, 0, table(0), true};
+  builder_.build(std::span<const SeqSchedule>(&seq, 1), batch_);
+  batch_.logits_indices.resize(ids.size());  // every token's logits, not only the last one's
+  for (size_t i = 0; i < ids.size(); ++i) batch_.logits_indices[i] = static_cast<int32_t>(i);
+  executor_->execute(batch_, logits);
 }
 
 }  // namespace loom::bench

@@ -39,6 +39,8 @@ struct SessionSpec {
   std::vector<std::string> plugin_dirs;
   int32_t max_seqs = 1;     // sequences that may hold KV at once
   int32_t max_tokens = 1;   // positions per sequence
+  loom_dtype kv_dtype = LOOM_DTYPE_F32;  // KV pool element type
+  std::string quantization_config = "{}";  // the quantization plugin's JSON config
 };
 
 class BenchSession {
@@ -61,6 +63,10 @@ class BenchSession {
   // `steps` decode steps of `seqs` sequences together, after an untimed prefill of `prompt`
   // tokens each.
   Timing batched_decode(int32_t seqs, int32_t prompt, int32_t steps);
+  // Real tokens, not the fixed ids: `ids` as sequence 0 from position 0 in one step, and the
+  // logits of every one of them into `logits` [ids.size(), vocab] (perplexity).
+  void score(std::span<const int32_t> ids, std::vector<float>& logits);
+  const GgufFile& file() const { return file_; }
 
  private:
   Timing run_step(const std::vector<SeqSchedule>& seqs);
