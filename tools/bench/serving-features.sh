@@ -6,7 +6,8 @@
 #   3. scheduling     - `continuous` vs `static` on mixed-length requests: tokens/s and p99 TTFT
 # Model: a random-weight llama-125m (f32) made by loom-convert with the Llama 2 tokenizer.
 #
-#   tools/bench/serving-features.sh [BUILD_DIR]       (THREADS=n to pin the thread count)
+#   tools/bench/serving-features.sh [BUILD_DIR]       (THREADS=n to pin the thread count,
+#                                                      KV_DTYPE=f16|bf16|int8|fp8_e4m3 for the KV pool)
 # Prints a summary; every loom-bench JSON lands in BUILD_DIR/bench-results/serving-features/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -14,6 +15,7 @@ build="$(cd "${1:-$root/build}" && pwd)"
 bin="$build/bin"
 out="$build/bench-results/serving-features"
 threads="${THREADS:-$(nproc)}"
+kv_dtype="${KV_DTYPE:-f32}"
 port="${PORT:-18480}"
 mkdir -p "$out" "$build/bench-models"
 model="$build/bench-models/llama-125m-f32.gguf"
@@ -24,7 +26,7 @@ server_pid=""
 stop_server() { [[ -n "$server_pid" ]] && kill "$server_pid" 2>/dev/null && wait "$server_pid" 2>/dev/null; server_pid=""; }
 trap stop_server EXIT
 
-# start_server NAME "<[scheduler] and [cache] tables>"
+# start_server NAME "<[scheduler] and [cache] tables>" (the [cache] table last: kv_dtype joins it)
 start_server() {
   local name="$1" tables="$2" cfg="$out/$1.toml"
   cat >"$cfg" <<TOML
@@ -41,6 +43,7 @@ level = "warn"
 [attention]
 plugin = "flash_cpu"
 $tables
+kv_dtype = "$kv_dtype"
 TOML
   "$bin/loom-server" --config "$cfg" >"$out/$name.server.log" 2>&1 &
   server_pid=$!
@@ -116,12 +119,12 @@ kv_memory = \"2GiB\""
   stop_server
 done
 
-python3 - "$out" "$threads" <<'PY'
+python3 - "$out" "$threads" "$kv_dtype" <<'PY'
 import json, sys
-out, threads = sys.argv[1], sys.argv[2]
+out, threads, kv_dtype = sys.argv[1], sys.argv[2], sys.argv[3]
 s = lambda n: json.load(open(f"{out}/{n}.json"))["summary"]
 on, off = s("prefix-true"), s("prefix-false")
-print(f"llama-125m f32 random weights, {threads} threads; JSON in {out}")
+print(f"llama-125m f32 random weights, {threads} threads, KV {kv_dtype}; JSON in {out}")
 print(f"1. prefix reuse (1,024-token shared prefix): mean TTFT {on['ttft_ms']['mean']:.1f} ms with prefix caching, "
       f"{off['ttft_ms']['mean']:.1f} ms without -> {off['ttft_ms']['mean'] / on['ttft_ms']['mean']:.1f}x")
 for c in ("true", "false"):
