@@ -15,12 +15,14 @@
 namespace loom_none {
 
 // y[t * ys + j] = dot(x + t * xs, rows[j]) for t < n, j < n_rows; every row holds `in` floats.
+// [next, next + next_bytes) is what the caller reads next (the following tile's weights; null
+// when none): a kernel may prefetch it while it computes. It never changes a result.
 using TileKernel = void (*)(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n,
-                            int64_t in, float* y, int64_t ys);
+                            int64_t in, float* y, int64_t ys, const void* next, int64_t next_bytes);
 // tile on f16 (bf16 when bf16) weight rows, widened in registers: the same bits as widening the
 // rows first and running the f32 tile kernel, without the round trip through memory.
 using HalfTileKernel = void (*)(const uint16_t* const* rows, bool bf16, int64_t n_rows, const float* x, int64_t xs,
-                                int64_t n, int64_t in, float* y, int64_t ys);
+                                int64_t n, int64_t in, float* y, int64_t ys, const void* next, int64_t next_bytes);
 // dst[i] = the f32 value of src[i] (IEEE binary16 when !bf16, else bfloat16), exact.
 using WidenKernel = void (*)(const uint16_t* src, float* dst, int64_t n, bool bf16);
 
@@ -35,16 +37,16 @@ struct Kernels {
 Kernels select_kernels(bool allow_simd);
 
 void tile_portable(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
-                   float* y, int64_t ys);
+                   float* y, int64_t ys, const void* next, int64_t next_bytes);
 void widen_portable(const uint16_t* src, float* dst, int64_t n, bool bf16);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LOOM_NONE_HAVE_AVX2 1
 bool cpu_has_avx2_fma_f16c();
 void tile_avx2(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
-               float* y, int64_t ys);
+               float* y, int64_t ys, const void* next, int64_t next_bytes);
 void tile_half_avx2(const uint16_t* const* rows, bool bf16, int64_t n_rows, const float* x, int64_t xs, int64_t n,
-                    int64_t in, float* y, int64_t ys);
+                    int64_t in, float* y, int64_t ys, const void* next, int64_t next_bytes);
 void widen_f16c(const uint16_t* src, float* dst, int64_t n, bool bf16);
 #endif
 

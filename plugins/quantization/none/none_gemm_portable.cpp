@@ -32,7 +32,7 @@ inline void dot_rows(const float* __restrict w, const float* __restrict x, int64
 }  // namespace
 
 void tile_portable(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
-                   float* y, int64_t ys) {
+                   float* y, int64_t ys, const void* /*next*/, int64_t /*next_bytes*/) {
   float res[kRows];
   int64_t t = 0;
   for (; t + kRows <= n; t += kRows) {

@@ -165,18 +165,25 @@ class NoneQuantization {
       std::vector<float>& widened = scratch_[static_cast<size_t>(thread)];  // [kTile, in]
       std::array<const float*, kTile> rows{};
       std::array<const uint16_t*, kTile> rows16{};
+      const int64_t elem_bytes = w.dtype == LOOM_DTYPE_F32 ? 4 : 2;
       const bool half_direct = w.dtype != LOOM_DTYPE_F32 && kernels_.tile_half != nullptr && n < kWidenInRegistersBelow;
+      const int64_t row_bytes = w.row_stride * elem_bytes;
       for (int64_t tile = begin; tile < end; ++tile) {
         const int64_t o0 = tile * kTile;
         const int64_t n_rows = std::min(kTile, out - o0);
+        // The next tile's weight rows, [next_rows, in] strided: the kernel prefetches them.
+        const int64_t next_rows = tile + 1 < end ? std::min(kTile, out - o0 - kTile) : 0;
+        const void* next = next_rows > 0 ? static_cast<const char*>(w.data) + (o0 + kTile) * row_bytes : nullptr;
+        const int64_t next_bytes = next_rows > 0 ? (next_rows - 1) * row_bytes + in * elem_bytes : 0;
         if (half_direct) {
           for (int64_t j = 0; j < n_rows; ++j)
             rows16[static_cast<size_t>(j)] = static_cast<const uint16_t*>(w.data) + (o0 + j) * w.row_stride;
-          kernels_.tile_half(rows16.data(), w.dtype == LOOM_DTYPE_BF16, n_rows, xd, xs, n, in, yd + o0, ys);
+          kernels_.tile_half(rows16.data(), w.dtype == LOOM_DTYPE_BF16, n_rows, xd, xs, n, in, yd + o0, ys, next,
+                             next_bytes);
           continue;
         }
         load_tile(w, o0, n_rows, widened, rows);
-        kernels_.tile(rows.data(), n_rows, xd, xs, n, in, yd + o0, ys);
+        kernels_.tile(rows.data(), n_rows, xd, xs, n, in, yd + o0, ys, next, next_bytes);
       }
     });
   }
