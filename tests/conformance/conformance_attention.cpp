@@ -51,18 +51,20 @@ loom_tensor_view view(float* data, std::initializer_list<int64_t> shape) {
 // All q/k/v of every sequence's full context, and what one plugin produced for the test step.
 struct Problem {
   Shape shape;
+  std::vector<SeqPlan> plan;
   std::vector<std::vector<float>> q, k, v;  // per seq: [ctx, heads, D] / [ctx, kv_heads, D]
   std::vector<std::vector<int32_t>> tables;
   int32_t num_blocks = 0;
 };
 
-Problem make_problem(const Shape& s, uint64_t seed) {
+Problem make_problem(const Shape& s, uint64_t seed, const std::vector<SeqPlan>& plan = kPlan) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   Problem p;
   p.shape = s;
+  p.plan = plan;
   int32_t blocks = 0;
-  for (const SeqPlan& sp : kPlan) {
+  for (const SeqPlan& sp : p.plan) {
     const int32_t ctx = sp.prior + sp.fresh;
     auto fill = [&](int32_t heads) {
       std::vector<float> x(static_cast<size_t>(ctx) * heads * s.head_dim);
@@ -96,9 +98,9 @@ std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPool& poo
     std::vector<SeqSchedule> seqs;
     std::vector<std::vector<int32_t>> dummy_ids;
     std::vector<size_t> which;
-    for (size_t i = 0; i < kPlan.size(); ++i) {
-      const int32_t from = step == 0 ? 0 : kPlan[i].prior;
-      const int32_t n = step == 0 ? kPlan[i].prior : kPlan[i].fresh;
+    for (size_t i = 0; i < p.plan.size(); ++i) {
+      const int32_t from = step == 0 ? 0 : p.plan[i].prior;
+      const int32_t n = step == 0 ? p.plan[i].prior : p.plan[i].fresh;
       if (n == 0) continue;
       dummy_ids.emplace_back(static_cast<size_t>(n), 0);
       which.push_back(i);
@@ -135,8 +137,8 @@ std::vector<double> reference(const Problem& p) {
   const int32_t H = s.n_heads, KVH = s.n_kv_heads, D = s.head_dim;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   std::vector<double> out;
-  for (size_t i = 0; i < kPlan.size(); ++i) {
-    for (int32_t pos = kPlan[i].prior; pos < kPlan[i].prior + kPlan[i].fresh; ++pos) {
+  for (size_t i = 0; i < p.plan.size(); ++i) {
+    for (int32_t pos = p.plan[i].prior; pos < p.plan[i].prior + p.plan[i].fresh; ++pos) {
       for (int32_t h = 0; h < H; ++h) {
         const int32_t kvh = h / (H / KVH);
         std::vector<double> w(static_cast<size_t>(pos) + 1);
@@ -201,8 +203,8 @@ TEST_P(AttentionConformance, MatchesReference) {
   }
   // Every token's K/V landed in its slot, exactly.
   const int32_t KVH = shape.n_kv_heads, D = shape.head_dim, bs = shape.block_size;
-  for (size_t i = 0; i < kPlan.size(); ++i) {
-    for (int32_t pos = 0; pos < kPlan[i].prior + kPlan[i].fresh; ++pos) {
+  for (size_t i = 0; i < p.plan.size(); ++i) {
+    for (int32_t pos = 0; pos < p.plan[i].prior + p.plan[i].fresh; ++pos) {
       const int64_t slot = static_cast<int64_t>(p.tables[i][static_cast<size_t>(pos / bs)]) * bs + pos % bs;
       const float* kc = static_cast<const float*>(pool.k(0).data) + slot * KVH * D;
       const float* vc = static_cast<const float*>(pool.v(0).data) + slot * KVH * D;
@@ -227,8 +229,8 @@ TEST_P(AttentionConformance, BatchedEqualsAlone) {
   const int64_t HD = static_cast<int64_t>(shape.n_heads) * shape.head_dim, KVD = int64_t{shape.n_kv_heads} * shape.head_dim;
   BatchBuilder builder(shape.block_size);
   int64_t offset = 0;
-  for (size_t i = 0; i < kPlan.size(); ++i) {
-    const int32_t n = kPlan[i].fresh, from = kPlan[i].prior;
+  for (size_t i = 0; i < p.plan.size(); ++i) {
+    const int32_t n = p.plan[i].fresh, from = p.plan[i].prior;
     const std::vector<int32_t> ids(static_cast<size_t>(n), 0);
     const SeqSchedule seq{ids, from, p.tables[i], true};
     BuiltBatch b;
@@ -292,6 +294,25 @@ TEST_P(AttentionConformance, EncodedKvPoolsMatchNaiveF32) {
     ++tested;
   }
   if (tested == 0) GTEST_SKIP() << name << " takes no encoded KV dtype";
+}
+
+// Many decodes at once (one token each, ragged contexts): enough (sequence, KV head) work that
+// flash_cpu gives each work item a run of several KV heads, a path the six-sequence plan above
+// never takes.
+TEST_P(AttentionConformance, ManyDecodesMatchReference) {
+  const auto& [name, shape] = GetParam();
+  std::vector<SeqPlan> plan;
+  for (int32_t i = 0; i < 40; ++i) plan.push_back({(i * 37) % 90, 1});
+  const Problem p = make_problem(shape, 91, plan);
+  std::string skip;
+  const auto plugin = make(name, shape, &skip);
+  if (!plugin) GTEST_SKIP() << skip;
+  const KvPoolShape ps{1, p.num_blocks, shape.block_size, shape.n_kv_heads, shape.head_dim, LOOM_DTYPE_F32};
+  KvPool pool(ps);
+  const std::vector<float> out = run(*plugin, p, pool);
+  const std::vector<double> dense = reference(p);
+  ASSERT_EQ(out.size(), dense.size());
+  for (size_t i = 0; i < dense.size(); ++i) ASSERT_NEAR(out[i], dense[i], 2e-5) << name << " at " << i;
 }
 
 const Shape kShapes[] = {{64, 4, 4, 16}, {64, 8, 2, 32}, {128, 8, 1, 16}, {128, 4, 4, 32}, {64, 16, 2, 16}};

@@ -7,14 +7,17 @@
 //   2. writes this step's K/V rows into the pool at slot_mapping, exactly as `naive` does (an
 //      f16/bf16/int8/fp8_e4m3 pool gets them encoded, int8/fp8 with the per-block-per-head scale
 //      scheme of loom/sdk_kv_quant.hpp);
-//   3. splits the batch into work items (sequence, kv_head, tile of that sequence's query tokens)
-//      — prefill chunks and decodes alike — and runs the tile kernel on each.
+//   3. splits the batch into work items (sequence, run of kv_heads, tile of that sequence's query
+//      tokens) — prefill chunks and decodes alike — and runs the tile kernel on each.
 //
 // Work item region map, for one sequence with tokens [query_start[s], query_start[s+1]):
 //   | tile 0: kTileRows/G tokens | tile 1 | ... | last tile (shorter) |   x  n_kv_heads
-// Each item's rows are (token of the tile) x (the G query heads of its KV head), so a KV block is
-// read once for G * tokens rows. Tiles are cut relative to the sequence's first token, and a
-// row's result does not depend on its tile-mates, so batched and alone runs agree bit for bit.
+// Each item's rows are (KV head of the run) x (token of the tile) x (the G query heads of that KV
+// head), so a KV block is read once for G * tokens rows. Small tiles (decode: one token) take
+// several KV heads per item, so a block's rows are read whole and in address order; large ones
+// (prefill) take one, keeping the item's accumulators small. Tiles are cut relative to the
+// sequence's first token, and a row's result does not depend on its tile-mates (nor on which
+// heads share its item), so batched and alone runs agree bit for bit.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -38,6 +41,8 @@ namespace fc = loom::flash_cpu;
 // at head_dim 128) stay in L2 while the K/V block being folded in stays in L1.
 constexpr int32_t kTileRows = 64;
 constexpr int32_t kMaxHeadDim = 256;
+// Work items per thread the head runs of small tiles aim for (see build_items).
+constexpr int64_t kItemsPerThread = 8;
 
 struct Options {
   bool simd = true;  // "simd": "auto" (default) or "portable" (forces the portable kernel)
@@ -179,9 +184,10 @@ class FlashCpuAttention {
   }
 
  private:
-  // A tile of one sequence's query tokens against one KV head. `cost` ~ rows x blocks walked.
+  // A tile of one sequence's query tokens against KV heads kv_head .. kv_head + kv_heads - 1.
+  // `cost` ~ rows x blocks walked.
   struct Item {
-    int32_t seq, kv_head, token_begin, token_end;
+    int32_t seq, kv_head, kv_heads, token_begin, token_end;
     int64_t cost;
   };
 
@@ -257,14 +263,26 @@ class FlashCpuAttention {
   void build_items(const loom_attention_batch& b) {
     const int32_t group = args_.n_heads / args_.n_kv_heads;
     const int32_t tile_tokens = std::max(1, kTileRows / group);
+    const int32_t kvh = args_.n_kv_heads;
+    // Heads per item when a tile is small: enough items per thread for the dynamic hand-out to
+    // even out (a single decode sequence still spreads its heads over every thread).
+    const auto threads = static_cast<int64_t>(scratch_.size());
+    const int64_t head_items = int64_t{b.num_seqs} * kvh;
+    const auto spread =
+        static_cast<int32_t>(std::clamp<int64_t>(head_items / (kItemsPerThread * threads), 1, kvh));
     items_.clear();
     for (int32_t s = 0; s < b.num_seqs; ++s) {
       for (int32_t t0 = b.query_start[s]; t0 < b.query_start[s + 1]; t0 += tile_tokens) {
         const int32_t t1 = std::min(b.query_start[s + 1], t0 + tile_tokens);
         int32_t max_pos = 0;
         for (int32_t t = t0; t < t1; ++t) max_pos = std::max(max_pos, b.positions[t]);
-        const int64_t cost = int64_t{t1 - t0} * group * (max_pos / b.block_size + 1);
-        for (int32_t g = 0; g < args_.n_kv_heads; ++g) items_.push_back(Item{s, g, t0, t1, cost});
+        const int32_t rows = (t1 - t0) * group;
+        const int32_t heads = std::min(spread, std::max(1, kTileRows / rows));
+        for (int32_t g = 0; g < kvh; g += heads) {
+          const int32_t n = std::min(heads, kvh - g);
+          const int64_t cost = int64_t{rows} * n * (max_pos / b.block_size + 1);
+          items_.push_back(Item{s, g, n, t0, t1, cost});
+        }
       }
     }
     std::stable_sort(items_.begin(), items_.end(), [](const Item& x, const Item& y) { return x.cost > y.cost; });
@@ -290,16 +308,18 @@ class FlashCpuAttention {
       for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
            i = next.fetch_add(1, std::memory_order_relaxed)) {
         const Item& it = items_[static_cast<size_t>(i)];
-        const int32_t rows = (it.token_end - it.token_begin) * group;
+        const int32_t rows = (it.token_end - it.token_begin) * group * it.kv_heads;
         sc.q_rows.resize(static_cast<size_t>(rows));
         sc.out_rows.resize(static_cast<size_t>(rows));
         sc.row_pos.resize(static_cast<size_t>(rows));
         size_t r = 0;
-        for (int64_t t = it.token_begin; t < it.token_end; ++t) {
-          for (int64_t h = int64_t{it.kv_head} * group; h < int64_t{it.kv_head + 1} * group; ++h, ++r) {
-            sc.q_rows[r] = static_cast<const float*>(q.data) + t * q.strides[0] + h * q.strides[1];
-            sc.out_rows[r] = static_cast<float*>(out.data) + t * out.strides[0] + h * out.strides[1];
-            sc.row_pos[r] = b.positions[t];
+        for (int64_t g = it.kv_head; g < int64_t{it.kv_head} + it.kv_heads; ++g) {
+          for (int64_t t = it.token_begin; t < it.token_end; ++t) {
+            for (int64_t h = g * group; h < (g + 1) * group; ++h, ++r) {
+              sc.q_rows[r] = static_cast<const float*>(q.data) + t * q.strides[0] + h * q.strides[1];
+              sc.out_rows[r] = static_cast<float*>(out.data) + t * out.strides[0] + h * out.strides[1];
+              sc.row_pos[r] = b.positions[t];
+            }
           }
         }
         const fc::TileArgs a{sc.q_rows.data(),
@@ -309,6 +329,9 @@ class FlashCpuAttention {
                              b.block_tables + static_cast<int64_t>(it.seq) * b.max_blocks_per_seq,
                              static_cast<const char*>(k_cache.data) + it.kv_head * k_cache.strides[2] * es,
                              static_cast<const char*>(v_cache.data) + it.kv_head * v_cache.strides[2] * es,
+                             it.kv_heads,
+                             k_cache.strides[2],
+                             v_cache.strides[2],
                              k_cache.strides[0],
                              k_cache.strides[1],
                              v_cache.strides[0],

@@ -1,12 +1,7 @@
-// The tile kernel, written once as always-inline helpers and instantiated twice: a portable
-// build (whatever the baseline ISA is) and, on x86-64, one under target("avx2,fma") chosen at run
-// time. The loops are plain and contiguous so GCC's -O3 vectoriser turns them into SIMD code in
-// both builds; no intrinsics except F16C's half->float conversion in the AVX2 build.
+// The portable tile kernel (whatever the baseline ISA is), and the run-time choice between it and
+// the AVX2 kernel of flash_cpu_kernel_avx2.cpp. The loops are plain and contiguous so GCC's -O3
+// vectoriser turns them into SIMD code for the baseline ISA.
 #include "flash_cpu_kernel.hpp"
-
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
 
 #include <algorithm>
 #include <cmath>
@@ -130,20 +125,8 @@ static_assert(kLanes == 16, "dot's fold is written for 16 lanes");
   for (; j < n; ++j) axpy(acc, scores[j], v + j * vs, D);
 }
 
-// Half -> float of n (a multiple of 4) values with F16C: 8 per instruction, then a 4-wide tail.
-#if defined(__x86_64__) && defined(__GNUC__)
-[[gnu::target("avx2,fma,f16c")]] void f16_to_f32_f16c(const uint16_t* in, float* out, int32_t n) {
-  int32_t d = 0;
-  for (; d + 8 <= n; d += 8)
-    _mm256_storeu_ps(out + d, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(in + d))));
-  for (; d < n; d += 4)
-    _mm_storeu_ps(out + d, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(in + d))));
-}
-#endif
-
 // Dequantises rows 0..n-1 of one block-head (`head` = the block's first row of this KV head,
 // rows `row_stride` elements apart) into out [n, head_dim].
-template <bool kF16c>
 [[gnu::always_inline]] inline void dequantize_rows(const TileArgs& a, const char* head, int64_t row_stride, int32_t n,
                                                    float* __restrict out) {
   const int32_t D = a.head_dim;
@@ -157,13 +140,7 @@ template <bool kF16c>
     switch (a.kv_dtype) {
       case LOOM_DTYPE_F16: {
         const auto* h = reinterpret_cast<const uint16_t*>(row);
-        if constexpr (kF16c) {
-#if defined(__x86_64__) && defined(__GNUC__)
-          f16_to_f32_f16c(h, o, D);
-#endif
-        } else {
-          for (int32_t d = 0; d < D; ++d) o[d] = sdk::f16_to_f32(h[d]);
-        }
+        for (int32_t d = 0; d < D; ++d) o[d] = sdk::f16_to_f32(h[d]);
         break;
       }
       case LOOM_DTYPE_BF16: {
@@ -188,8 +165,8 @@ template <bool kF16c>
   }
 }
 
-template <bool kF16c>
-[[gnu::always_inline]] inline void tile_body(const TileArgs& a, TileScratch& s) {
+// One KV head (a.kv_heads is ignored).
+void tile_one_head(const TileArgs& a, TileScratch& s) {
   const int32_t R = a.rows, D = a.head_dim, bs = a.block_size;
   if (R <= 0) return;
   s.acc.assign(static_cast<size_t>(R) * D, 0.0f);
@@ -221,9 +198,9 @@ template <bool kF16c>
       vs = a.v_row_stride;
     } else {
       const int32_t rows = std::min(bs, max_pos - first + 1);
-      dequantize_rows<kF16c>(a, static_cast<const char*>(a.k_head) + block * a.k_block_stride * es, a.k_row_stride,
+      dequantize_rows(a, static_cast<const char*>(a.k_head) + block * a.k_block_stride * es, a.k_row_stride,
                              rows, s.k_block.data());
-      dequantize_rows<kF16c>(a, static_cast<const char*>(a.v_head) + block * a.v_block_stride * es, a.v_row_stride,
+      dequantize_rows(a, static_cast<const char*>(a.v_head) + block * a.v_block_stride * es, a.v_row_stride,
                              rows, s.v_block.data());
       k = s.k_block.data();
       v = s.v_block.data();
@@ -246,11 +223,25 @@ template <bool kF16c>
   }
 }
 
-void tile_portable(const TileArgs& a, TileScratch& s) { tile_body<false>(a, s); }
-
-#if defined(__x86_64__) && defined(__GNUC__)
-[[gnu::target("avx2,fma,f16c")]] void tile_avx2(const TileArgs& a, TileScratch& s) { tile_body<true>(a, s); }
-#endif
+// Head by head: the results do not depend on how heads are grouped into items.
+void tile_portable(const TileArgs& a, TileScratch& s) {
+  const int32_t per_head = a.rows / a.kv_heads;
+  const int64_t es = sdk::kv::element_size(a.kv_dtype);
+  for (int32_t h = 0; h < a.kv_heads; ++h) {
+    TileArgs one = a;
+    one.q_rows += h * per_head;
+    one.out_rows += h * per_head;
+    one.row_pos += h * per_head;
+    one.rows = per_head;
+    one.k_head = static_cast<const char*>(a.k_head) + h * a.k_head_stride * es;
+    one.v_head = static_cast<const char*>(a.v_head) + h * a.v_head_stride * es;
+    one.kv_heads = 1;
+    // Scales: one float per head after the block's data, so this head's is 4 bytes further on,
+    // from a head pointer head_stride elements further on.
+    one.scale_offset = a.scale_offset + h * (4 - a.k_head_stride * es);
+    tile_one_head(one, s);
+  }
+}
 
 }  // namespace
 

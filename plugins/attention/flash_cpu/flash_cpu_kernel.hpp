@@ -1,5 +1,6 @@
 // attention/flash_cpu: the tile kernel — online-softmax attention of a tile of query rows that
-// share one KV head, walking that head's KV blocks one block at a time.
+// share one KV head (or a run of KV heads, each with its own rows), walking the KV blocks one
+// block at a time.
 //
 // A "row" is one (query token, query head) pair. All rows of a tile belong to one sequence and
 // one GQA group, so every K/V block row is read from memory once and reused from L1 for every
@@ -10,11 +11,13 @@
 // and its sequence's K/V — never on the other rows of the tile — so tiling choices and batch
 // composition cannot change a single bit of the output.
 //
-// KV dtypes: an f32 pool is read in place. An f16/bf16/int8/fp8_e4m3 pool is dequantised one
-// block-head at a time (only the rows some row of the tile admits) into a per-thread f32 buffer
-// of [block_size, head_dim] that stays in L1, and then folded exactly like f32; the dequantised
-// block is reused by every row of the tile (G query heads x tile tokens), so the conversion costs
-// one pass per block per tile. Block layout and scales: loom/sdk_kv_quant.hpp.
+// KV dtypes, portable kernel: an f32 pool is read in place. An f16/bf16/int8/fp8_e4m3 pool is
+// dequantised one block-head at a time (only the rows some row of the tile admits) into a
+// per-thread f32 buffer of [block_size, head_dim] that stays in L1, and then folded exactly like
+// f32; the dequantised block is reused by every row of the tile (G query heads x tile tokens), so
+// the conversion costs one pass per block per tile. The AVX2 kernel instead converts every dtype
+// in registers where it is used (flash_cpu_kernel_avx2.cpp). Block layout and scales:
+// loom/sdk_kv_quant.hpp.
 #pragma once
 
 #include <cstdint>
@@ -24,19 +27,24 @@
 
 namespace loom::flash_cpu {
 
-// One work item: rows of one sequence against one KV head of the paged pool.
+// One work item: rows of one sequence against `kv_heads` consecutive KV heads of the paged pool.
+// Rows are head-major: rows / kv_heads rows per KV head, the first KV head's first. Several heads
+// per item let a decode step walk each block's rows of all its heads, which are contiguous in the
+// pool, instead of one head's rows KVH * head_dim apart (a stride no hardware prefetcher follows).
 struct TileArgs {
   const float* const* q_rows;  // [rows] -> [head_dim] query of each row (RoPE applied)
   float* const* out_rows;      // [rows] -> [head_dim] where each row's result goes
   const int32_t* row_pos;      // [rows] position of each row's token; it attends to 0..pos
   int32_t rows;
   const int32_t* block_table;  // [>= max(row_pos) / block_size + 1] this sequence's blocks
-  const void* k_head;          // k_cache data advanced to this KV head
-  const void* v_head;          // v_cache data advanced to this KV head
+  const void* k_head;          // k_cache data advanced to the item's first KV head
+  const void* v_head;          // v_cache data advanced to the item's first KV head
+  int32_t kv_heads;            // >= 1, a divisor of rows
+  int64_t k_head_stride, v_head_stride;  // k_cache/v_cache strides of dim 2 (KV head), in elements
   int64_t k_block_stride, k_row_stride;  // k_cache strides of dims 0 (block) and 1 (slot), in elements
   int64_t v_block_stride, v_row_stride;
   loom_dtype kv_dtype;         // f32, f16, bf16, i8 or fp8_e4m3
-  int64_t scale_offset;        // int8/fp8: bytes from a block's first row of this head to its scale
+  int64_t scale_offset;        // int8/fp8: bytes from a block's first row of the first head to its scale
   int32_t block_size;
   int32_t head_dim;  // a multiple of 4
   float scale;
@@ -47,14 +55,19 @@ struct TileScratch {
   std::vector<float> acc;     // [rows, head_dim] unnormalised weighted sum of V
   std::vector<float> m;       // [rows] running max of the scores
   std::vector<float> l;       // [rows] running sum of exp(score - m)
-  std::vector<float> scores;  // [block_size] one row's scores, then weights, in one block
-  std::vector<float> k_block;  // [block_size, head_dim] dequantised K of one block-head (non-f32 pools)
+  std::vector<float> scores;  // [block_size rounded up to 8] one row's scores, then weights, in one block
+  std::vector<float> k_block;  // [block_size, head_dim] dequantised K of one block-head (portable, non-f32 pools)
   std::vector<float> v_block;  // [block_size, head_dim] dequantised V
 };
 
 using TileKernel = void (*)(const TileArgs& args, TileScratch& scratch);
 
-// The portable kernel, or one compiled for AVX2+FMA+F16C when `allow_simd` and the CPU has them.
+#if defined(__x86_64__) && defined(__GNUC__)
+// Intrinsics for AVX2+FMA+F16C; callable only where the CPU has them (select_tile_kernel checks).
+void tile_avx2(const TileArgs& args, TileScratch& scratch);
+#endif
+
+// The portable kernel, or the AVX2+FMA+F16C one when `allow_simd` and the CPU has them.
 TileKernel select_tile_kernel(bool allow_simd, const char** name);
 
 }  // namespace loom::flash_cpu

@@ -1,0 +1,326 @@
+// The AVX2+FMA+F16C tile kernel, written with intrinsics because decode attention is a stream of
+// short dot products and exps that the auto-vectoriser handles poorly:
+//   * every KV dtype is converted in registers where it is used — f16 by F16C, bf16 by a shift,
+//     int8 by sign extension, fp8_e4m3 by a gather from its 256-entry table — so an encoded pool
+//     is read straight from memory at its own width, with no f32 staging pass;
+//   * int8/fp8 block-head scales are applied once per score (K) and once per weight (V), not per
+//     element;
+//   * softmax exps are evaluated 8 scores at a time (exp8 below) instead of by scalar expf;
+//   * the next KV block of the head is prefetched while the current one is folded, because the
+//     rows of one head are KVH * head_dim elements apart and a paged table jumps between blocks,
+//     which the hardware prefetchers do not follow.
+// Rows of a tile (the query heads of one GQA group, x tokens) walk the blocks in the same order
+// as the portable kernel, each block being read from memory once and reused from L1 by every row.
+// A row's arithmetic does not depend on its tile-mates, so batched and alone runs agree bit for
+// bit, as in the portable kernel (which this one matches to float rounding).
+#include "flash_cpu_kernel.hpp"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "loom/sdk_kv_quant.hpp"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace loom::flash_cpu {
+namespace {
+
+// e^x for 8 lanes, Cephes-style: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so r is
+// exact enough), e^r = 1 + r + r^2 p(r) with a degree-5 p, and 2^n built in the exponent bits.
+// About 1 ulp over the range online softmax uses (x <= 0). exp(0) is exactly 1 (r = 0 gives
+// 1 + 0 + 0), which keeps equal-score weights exact. Below ln(FLT_MIN) (including -inf, the
+// running max of a row before its first block) the result is 0, as std::exp's would underflow
+// to. NaN stays NaN.
+inline __m256 exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.33654f);
+  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_max_ps(lo, x);  // max returns its second operand for NaN, so NaN passes through
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
+  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
+  // n >= -126 after the clamp, so 2^n is a normal float.
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  return _mm256_andnot_ps(under, y);
+}
+
+inline float hsum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float hmax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// Elements d..d+7 (load8) or d..d+3 with zero upper lanes (load4) of one KV row, as floats. The
+// int8/fp8 values come out unscaled; the caller applies the block-head scale.
+template <loom_dtype kDtype>
+inline __m256 load8(const char* row, int32_t d, const float* fp8) {
+  if constexpr (kDtype == LOOM_DTYPE_F32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (kDtype == LOOM_DTYPE_F16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+  } else if constexpr (kDtype == LOOM_DTYPE_BF16) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * d)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  } else if constexpr (kDtype == LOOM_DTYPE_I8) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + d))));
+  } else {
+    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + d)));
+    return _mm256_i32gather_ps(fp8, idx, 4);
+  }
+}
+
+template <loom_dtype kDtype>
+inline __m256 load4(const char* row, int32_t d, const float* fp8) {
+  __m128 x;
+  if constexpr (kDtype == LOOM_DTYPE_F32) {
+    x = _mm_loadu_ps(reinterpret_cast<const float*>(row) + d);
+  } else if constexpr (kDtype == LOOM_DTYPE_F16) {
+    x = _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 2 * d)));
+  } else if constexpr (kDtype == LOOM_DTYPE_BF16) {
+    const __m128i w = _mm_cvtepu16_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(row + 2 * d)));
+    x = _mm_castsi128_ps(_mm_slli_epi32(w, 16));
+  } else {
+    int32_t bytes;
+    std::memcpy(&bytes, row + d, sizeof(bytes));
+    if constexpr (kDtype == LOOM_DTYPE_I8) {
+      x = _mm_cvtepi32_ps(_mm_cvtepi8_epi32(_mm_cvtsi32_si128(bytes)));
+    } else {
+      x = _mm_i32gather_ps(fp8, _mm_cvtepu8_epi32(_mm_cvtsi32_si128(bytes)), 4);
+    }
+  }
+  return _mm256_zextps128_ps256(x);
+}
+
+// One K/V block of one KV head: row j starts at base + j * row_bytes.
+struct BlockRows {
+  const char* base;
+  int64_t row_bytes;
+  float scale;  // int8/fp8 block-head scale, 1 otherwise
+  const char* row(int32_t j) const { return base + j * row_bytes; }
+};
+
+// scores[0..n) = q . k_j (unscaled), four keys at a time sharing each q load.
+template <loom_dtype kDtype>
+inline void block_scores(const float* q, const BlockRows& k, int32_t n, int32_t D, const float* fp8, float* scores) {
+  int32_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const char *k0 = k.row(j), *k1 = k.row(j + 1), *k2 = k.row(j + 2), *k3 = k.row(j + 3);
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    int32_t d = 0;
+    for (; d + 8 <= D; d += 8) {
+      const __m256 x = _mm256_loadu_ps(q + d);
+      s0 = _mm256_fmadd_ps(x, load8<kDtype>(k0, d, fp8), s0);
+      s1 = _mm256_fmadd_ps(x, load8<kDtype>(k1, d, fp8), s1);
+      s2 = _mm256_fmadd_ps(x, load8<kDtype>(k2, d, fp8), s2);
+      s3 = _mm256_fmadd_ps(x, load8<kDtype>(k3, d, fp8), s3);
+    }
+    if (d < D) {  // head_dim is a multiple of 4
+      const __m256 x = _mm256_zextps128_ps256(_mm_loadu_ps(q + d));
+      s0 = _mm256_fmadd_ps(x, load4<kDtype>(k0, d, fp8), s0);
+      s1 = _mm256_fmadd_ps(x, load4<kDtype>(k1, d, fp8), s1);
+      s2 = _mm256_fmadd_ps(x, load4<kDtype>(k2, d, fp8), s2);
+      s3 = _mm256_fmadd_ps(x, load4<kDtype>(k3, d, fp8), s3);
+    }
+    // [s0 s1 s2 s3] lane sums: two hadd levels leave each key's half-sums in lanes j and j + 4.
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(s0, s1), _mm256_hadd_ps(s2, s3));
+    _mm_storeu_ps(scores + j, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  }
+  for (; j < n; ++j) {
+    const char* kj = k.row(j);
+    __m256 s = _mm256_setzero_ps();
+    int32_t d = 0;
+    for (; d + 8 <= D; d += 8) s = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), load8<kDtype>(kj, d, fp8), s);
+    if (d < D) s = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_loadu_ps(q + d)), load4<kDtype>(kj, d, fp8), s);
+    scores[j] = hsum(s);
+  }
+}
+
+// Folds keys 0..n-1 of one block into one row's running (m, l, acc). `scores` holds at least
+// n rounded up to 8 floats.
+template <loom_dtype kDtype>
+inline void fold_block(const float* q, const BlockRows& k, const BlockRows& v, int32_t n, int32_t D, float scale,
+                       const float* fp8, float& m, float& l, float* acc, float* scores) {
+  block_scores<kDtype>(q, k, n, D, fp8, scores);
+  const __m256 score_scale = _mm256_set1_ps(scale * k.scale);
+  const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  __m256 vmax = neg_inf;
+  for (int32_t j = 0; j < n; j += 8) {
+    // Lanes past n hold stale values: masked to -inf, so their weight is exp(-inf) = 0.
+    const __m256 live = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j))),
+                                      _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ);
+    const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(scores + j), score_scale), live);
+    _mm256_storeu_ps(scores + j, s);
+    vmax = _mm256_max_ps(vmax, s);
+  }
+  const float m_new = std::max(m, hmax(vmax));
+  // First block: m is -inf, so alpha is 0 and the zeroed accumulator stays zero.
+  const float alpha = _mm256_cvtss_f32(exp8(_mm256_set1_ps(m - m_new)));
+  const __m256 vm = _mm256_set1_ps(m_new);
+  const __m256 v_scale = _mm256_set1_ps(v.scale);
+  __m256 vsum = _mm256_setzero_ps();
+  for (int32_t j = 0; j < n; j += 8) {
+    const __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vm));
+    vsum = _mm256_add_ps(vsum, p);
+    _mm256_storeu_ps(scores + j, _mm256_mul_ps(p, v_scale));  // V's scale folded into the weight
+  }
+  l = l * alpha + hsum(vsum);
+  m = m_new;
+  // acc = alpha * acc + sum_j w_j v_j, 32 floats of head_dim at a time: acc is loaded and stored
+  // once per block, and four independent FMA chains hide the FMA latency. The V rows are in L1
+  // (this block was just prefetched).
+  const __m256 va = _mm256_set1_ps(alpha);
+  int32_t d = 0;
+  for (; d + 32 <= D; d += 32) {
+    __m256 a0 = _mm256_mul_ps(_mm256_loadu_ps(acc + d), va);
+    __m256 a1 = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 8), va);
+    __m256 a2 = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 16), va);
+    __m256 a3 = _mm256_mul_ps(_mm256_loadu_ps(acc + d + 24), va);
+    for (int32_t j = 0; j < n; ++j) {
+      const __m256 w = _mm256_set1_ps(scores[j]);
+      const char* vj = v.row(j);
+      a0 = _mm256_fmadd_ps(w, load8<kDtype>(vj, d, fp8), a0);
+      a1 = _mm256_fmadd_ps(w, load8<kDtype>(vj, d + 8, fp8), a1);
+      a2 = _mm256_fmadd_ps(w, load8<kDtype>(vj, d + 16, fp8), a2);
+      a3 = _mm256_fmadd_ps(w, load8<kDtype>(vj, d + 24, fp8), a3);
+    }
+    _mm256_storeu_ps(acc + d, a0);
+    _mm256_storeu_ps(acc + d + 8, a1);
+    _mm256_storeu_ps(acc + d + 16, a2);
+    _mm256_storeu_ps(acc + d + 24, a3);
+  }
+  for (; d + 8 <= D; d += 8) {
+    __m256 a = _mm256_mul_ps(_mm256_loadu_ps(acc + d), va);
+    for (int32_t j = 0; j < n; ++j) a = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), load8<kDtype>(v.row(j), d, fp8), a);
+    _mm256_storeu_ps(acc + d, a);
+  }
+  if (d < D) {
+    __m256 a = _mm256_mul_ps(_mm256_zextps128_ps256(_mm_loadu_ps(acc + d)), va);
+    for (int32_t j = 0; j < n; ++j) a = _mm256_fmadd_ps(_mm256_set1_ps(scores[j]), load4<kDtype>(v.row(j), d, fp8), a);
+    _mm_storeu_ps(acc + d, _mm256_castps256_ps128(a));
+  }
+}
+
+// Rows 0..rows-1 of one block-head, each row_bytes long, into the caches (hint T0).
+inline void prefetch_rows(const char* base, int64_t stride, int32_t rows, int64_t row_bytes) {
+  for (int32_t j = 0; j < rows; ++j) {
+    const char* r = base + j * stride;
+    for (int64_t o = 0; o < row_bytes; o += 64) _mm_prefetch(r + o, _MM_HINT_T0);
+    _mm_prefetch(r + row_bytes - 1, _MM_HINT_T0);  // a row that straddles a line boundary
+  }
+}
+
+// Block-heads prefetched ahead of the one being folded.
+constexpr int32_t kAhead = 2;
+
+template <loom_dtype kDtype>
+void tile(const TileArgs& a, TileScratch& s) {
+  const int32_t R = a.rows, D = a.head_dim, bs = a.block_size, H = a.kv_heads, per_head = R / H;
+  if (R <= 0) return;
+  s.acc.assign(static_cast<size_t>(R) * D, 0.0f);
+  s.m.assign(static_cast<size_t>(R), -std::numeric_limits<float>::infinity());
+  s.l.assign(static_cast<size_t>(R), 0.0f);
+  const size_t padded = (static_cast<size_t>(bs) + 7) / 8 * 8;
+  if (s.scores.size() < padded) s.scores.resize(padded);
+  const int64_t es = sdk::kv::element_size(a.kv_dtype);
+  const int64_t k_stride = a.k_row_stride * es, v_stride = a.v_row_stride * es;
+  const int64_t k_head_bytes = a.k_head_stride * es, v_head_bytes = a.v_head_stride * es;
+  const int64_t row_bytes = D * es;
+  const float* fp8 = kDtype == LOOM_DTYPE_FP8_E4M3 ? sdk::kv::fp8_e4m3_table().data() : nullptr;
+  int32_t max_pos = 0;
+  for (int32_t r = 0; r < R; ++r) max_pos = std::max(max_pos, a.row_pos[r]);
+  const int32_t last_block = max_pos / bs;
+  const char* k_head = static_cast<const char*>(a.k_head);
+  const char* v_head = static_cast<const char*>(a.v_head);
+  auto k_block = [&](int32_t b) { return k_head + a.block_table[b] * a.k_block_stride * es; };
+  auto v_block = [&](int32_t b) { return v_head + a.block_table[b] * a.v_block_stride * es; };
+  // Scales: one float per head after the block's data (loom/sdk_kv_quant.hpp).
+  auto block_scale = [&](const char* block, int32_t h) {
+    float f = 1.0f;
+    if constexpr (kDtype == LOOM_DTYPE_I8 || kDtype == LOOM_DTYPE_FP8_E4M3)
+      std::memcpy(&f, block + a.scale_offset + 4 * h, sizeof(f));
+    return f;
+  };
+  auto live_rows = [&](int32_t b) { return std::min(bs, max_pos - b * bs + 1); };
+  // Block-heads are folded in the order u = block * H + head; unit u + kAhead is prefetched
+  // when unit u starts, so a few block-heads (not whole multi-head blocks, which may exceed L1)
+  // are in flight at a time.
+  const int32_t units = (last_block + 1) * H;
+  auto prefetch_unit = [&](int32_t u) {
+    if (u >= units) return;
+    const int32_t b = u / H, h = u % H;
+    prefetch_rows(k_block(b) + h * k_head_bytes, k_stride, live_rows(b), row_bytes);
+    prefetch_rows(v_block(b) + h * v_head_bytes, v_stride, live_rows(b), row_bytes);
+  };
+  for (int32_t u = 0; u < kAhead; ++u) prefetch_unit(u);
+
+  // Block order is the same for every row (0, 1, 2, ...), so each row sees the same sequence
+  // of rescalings whatever tile it is in.
+  for (int32_t b = 0; b <= last_block; ++b) {
+    const char* kb = k_block(b);
+    const char* vb = v_block(b);
+    const int32_t first = b * bs;
+    for (int32_t h = 0; h < H; ++h) {
+      prefetch_unit(b * H + h + kAhead);
+      const BlockRows k{kb + h * k_head_bytes, k_stride, block_scale(kb, h)};
+      const BlockRows v{vb + h * v_head_bytes, v_stride, block_scale(vb, h)};
+      for (int32_t r = h * per_head; r < (h + 1) * per_head; ++r) {
+        // Causal mask by position: keys first .. row_pos[r] of this block.
+        const int32_t n = std::min(bs, a.row_pos[r] - first + 1);
+        if (n <= 0) continue;
+        fold_block<kDtype>(a.q_rows[r], k, v, n, D, a.scale, fp8, s.m[static_cast<size_t>(r)],
+                           s.l[static_cast<size_t>(r)], s.acc.data() + static_cast<size_t>(r) * D, s.scores.data());
+      }
+    }
+  }
+  // A true division, not a multiply by 1/l: when weights are exact (equal scores) the mean is too.
+  for (int32_t r = 0; r < R; ++r) {
+    const __m256 l = _mm256_set1_ps(s.l[static_cast<size_t>(r)]);
+    const float* acc = s.acc.data() + static_cast<size_t>(r) * D;
+    float* o = a.out_rows[r];
+    int32_t d = 0;
+    for (; d + 8 <= D; d += 8) _mm256_storeu_ps(o + d, _mm256_div_ps(_mm256_loadu_ps(acc + d), l));
+    if (d < D) _mm_storeu_ps(o + d, _mm_div_ps(_mm_loadu_ps(acc + d), _mm256_castps256_ps128(l)));
+  }
+}
+
+}  // namespace
+
+void tile_avx2(const TileArgs& a, TileScratch& s) {
+  switch (a.kv_dtype) {
+    case LOOM_DTYPE_F32: tile<LOOM_DTYPE_F32>(a, s); break;
+    case LOOM_DTYPE_F16: tile<LOOM_DTYPE_F16>(a, s); break;
+    case LOOM_DTYPE_BF16: tile<LOOM_DTYPE_BF16>(a, s); break;
+    case LOOM_DTYPE_I8: tile<LOOM_DTYPE_I8>(a, s); break;
+    default: tile<LOOM_DTYPE_FP8_E4M3>(a, s); break;  // the plugin admits nothing else
+  }
+}
+
+}  // namespace loom::flash_cpu
+
+#pragma GCC pop_options
+
+#endif
