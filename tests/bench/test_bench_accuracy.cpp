@@ -3,8 +3,8 @@
 // bound. Every test prints the perplexity it would reject, f32 * (1 + bound).
 //
 // Measured (ctx 512, 2179 tokens; tools/bench/accuracy-report.sh): f32 4.6070; INT8 w8a16
-// 4.6071; GGUF Q8_0 4.6162 (+0.20%); GGUF Q4_0 4.8680 (+5.66%); INT4 group 32 with zero points
-// 5.0648 (+9.94%); KV int8 4.6306 (+0.51%); KV fp8_e4m3 4.8292 (+4.82%).
+// 4.6071; GGUF Q8_0 4.6148 (+0.17%); GGUF Q4_0 4.8680 (+5.66%); INT4 group 32 with zero points
+// 5.0648 (+9.94%); KV int8 4.6306 (+0.51%); KV fp8_e4m3 4.7476 (+3.05%).
 // Two targets are not met on this 260K-parameter model (its rows are 64 or 172 values, head_dim
 // 8): INT4 (target 6%; no group_size/zero_point setting reaches it, 32 + zero points is the best)
 // and KV fp8_e4m3 (target 2%). Their bounds below are the measured figures plus a margin, named
@@ -39,7 +39,7 @@ constexpr double kInt4Target = 0.06;  // not met on the demo model (see above)
 constexpr double kInt4MeasuredBound = 0.105;
 constexpr double kKvInt8Bound = 0.01;
 constexpr double kKvFp8Target = 0.02;  // not met on the demo model (see above)
-constexpr double kKvFp8MeasuredBound = 0.055;
+constexpr double kKvFp8MeasuredBound = 0.035;
 
 PerplexityOptions options(const std::string& model = kModel) {
   PerplexityOptions o;

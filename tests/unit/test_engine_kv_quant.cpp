@@ -165,15 +165,30 @@ TEST(KvQuantScheme, Fp8UsesTheE4m3RangeAndTheHeadsOwnScale) {
   float s0, s1;
   std::memcpy(&s0, block.data() + 8, 4);
   std::memcpy(&s1, block.data() + 12, 4);
-  EXPECT_EQ(s0, 4.48f / 448.0f);
-  EXPECT_EQ(s1, 0.5f / 448.0f);
-  EXPECT_EQ(static_cast<uint8_t>(block[0]), 0x7e);  // the amax element is the largest code
-  EXPECT_EQ(static_cast<uint8_t>(block[2]), 0x7e);
-  EXPECT_EQ(static_cast<uint8_t>(block[3]), 0x76);  // 224 = 1.75 * 2^7
+  // Scales are the smallest powers of two >= amax / 448: 4.48 / 448 = 0.01 -> 2^-6,
+  // 0.5 / 448 = 0.00112 -> 2^-9.
+  EXPECT_EQ(s0, 0.015625f);
+  EXPECT_EQ(s1, 0.001953125f);
+  EXPECT_EQ(static_cast<uint8_t>(block[0]), 0x79);  // 4.48 / 2^-6 = 286.72 -> 288 = 1.125 * 2^8
+  EXPECT_EQ(static_cast<uint8_t>(block[1]), 0xe8);  // -1 / 2^-6 = -64 = -1.0 * 2^6
+  EXPECT_EQ(static_cast<uint8_t>(block[2]), 0x78);  // 0.5 / 2^-9 = 256 = 1.0 * 2^8
+  EXPECT_EQ(static_cast<uint8_t>(block[3]), 0x70);  // 0.25 / 2^-9 = 128 = 1.0 * 2^7
   float out[2];
   kv::read_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 1, out, 2, 2, 2);
-  EXPECT_EQ(out[0], 448.0f * s1);
-  EXPECT_EQ(out[1], 224.0f * s1);
+  EXPECT_EQ(out[0], 0.5f);
+  EXPECT_EQ(out[1], 0.25f);
+}
+
+TEST(KvQuantScheme, Fp8ScaleGrowthReencodesExactly) {
+  // One head, head_dim 2, block_size 2: row 0 is written under 2^-11, row 1 raises it to 2^-6.
+  std::vector<char> block(8, 0);
+  const float r0[2] = {1.0f / 8.0f, 3.0f / 64.0f}, r1[2] = {4.0f, 1.0f};
+  kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, r0, 2, 1, 2);
+  kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 1, 0, r1, 2, 1, 2);
+  float out[2];
+  kv::read_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, out, 2, 1, 2);
+  EXPECT_EQ(out[0], r0[0]);  // exact: representable before and after the shift
+  EXPECT_EQ(out[1], r0[1]);
 }
 
 TEST(KvQuantScheme, HalfTypesRoundEachElementOnce) {

@@ -12,7 +12,8 @@
 //
 // Scale scheme of int8/fp8 (tokens arrive one at a time, so a block-head's scale must be able to
 // grow): a stored element is round(x / scale), dequantised as q * scale, with scale = amax /
-// qmax (qmax = 127 for int8, 448 for fp8_e4m3) of the rows written so far.
+// qmax (qmax = 127 for int8, 448 for fp8_e4m3) of the rows written so far; for fp8 the scale is
+// rounded up to a power of two, so that growing it re-encodes earlier rows exactly.
 //   - A row written at slot 0 of a block starts the block afresh: scale = that row's amax / qmax
 //     (whatever the block held before belongs to a freed sequence).
 //   - A later row whose amax exceeds scale * qmax raises the scale to amax / qmax and re-encodes
@@ -161,7 +162,14 @@ inline void write_row(loom_dtype dtype, char* block, int64_t slot, int64_t head,
   char* scale_at = block + scales_offset(dtype, block_size, n_kv_heads, head_dim) + head * 4;
   float scale;
   std::memcpy(&scale, scale_at, 4);
-  const float needed = amax / qmax(dtype);
+  float needed = amax / qmax(dtype);
+  if (dtype == LOOM_DTYPE_FP8_E4M3 && needed > 0.0f) {
+    // fp8 scales are powers of two (the smallest >= amax / 448): re-encoding earlier rows when the
+    // scale grows then only shifts exponents, which is exact, instead of rounding them twice.
+    int e = 0;
+    const float m = std::frexp(needed, &e);  // needed = m * 2^e, m in [0.5, 1)
+    needed = m == 0.5f ? needed : std::ldexp(1.0f, e);
+  }
   if (slot == 0) {
     scale = needed;
   } else if (needed > scale) {
