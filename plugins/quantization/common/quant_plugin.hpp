@@ -144,19 +144,25 @@ inline LinearArgs check_linear(const std::string& plugin, int64_t in, int64_t ou
 }
 
 // The C ABI of a quantization plugin over a C++ class P, which provides:
-//   static constexpr const char* kName;  struct Options;  static Options parse(const char* config);
+//   static constexpr const char* kName;  static Options parse(const char* config);
 //   P(const loom_host_api*, const Options&)  (CPU only: the glue refuses other devices)
-//   void* prepare(const loom_tensor_view*);  void linear(void* handle, x, y);
-//   static void release(void* handle).
-// supports() answers from is_float_dtype, giving the reason in err while returning LOOM_OK.
+//   prepare(const loom_tensor_view*) -> a new handle;  and either
+//     void linear(void* handle, x, y) + static void release(void* handle), or
+//     using WeightType = W; void linear(const W&, x, y)  (handles are W*, deleted on release).
+// supports() answers from is_float_dtype (the reason in err while returning LOOM_OK) unless P
+// has its own void supports(loom_dtype, int32_t* ok, loom_error_buf* err) const.
 template <class P>
 struct PluginAbi {
   static P& self_of(void* self) { return *static_cast<P*>(self); }
 
-  static loom_status supports(void*, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
+  static loom_status supports([[maybe_unused]] void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] {
-      *ok = is_float_dtype(dtype) ? 1 : 0;
-      if (*ok == 0) loom::sdk::write_error(err, refusal(P::kName, dtype));
+      if constexpr (requires(const P& p) { p.supports(dtype, ok, err); }) {
+        self_of(self).supports(dtype, ok, err);
+      } else {
+        *ok = is_float_dtype(dtype) ? 1 : 0;
+        if (*ok == 0) loom::sdk::write_error(err, refusal(P::kName, dtype));
+      }
     });
   }
   static loom_status prepare_weight(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err) {
@@ -166,10 +172,18 @@ struct PluginAbi {
                             loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] {
       if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
-      self_of(self).linear(handle, x, y);
+      if constexpr (requires { typename P::WeightType; })
+        self_of(self).linear(*static_cast<const typename P::WeightType*>(handle), x, y);
+      else
+        self_of(self).linear(handle, x, y);
     });
   }
-  static void release_weight(void*, void* handle) { P::release(handle); }
+  static void release_weight(void*, void* handle) {
+    if constexpr (requires { typename P::WeightType; })
+      delete static_cast<typename P::WeightType*>(handle);
+    else
+      P::release(handle);
+  }
 
   static constexpr loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight,
                                                        &linear, &release_weight};
@@ -180,7 +194,7 @@ struct PluginAbi {
   static loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
                             const void** vtable, loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] {
-      const typename P::Options opt = P::parse(config_json);
+      const auto opt = P::parse(config_json);
       const auto* args = static_cast<const loom_quantization_create_args*>(create_args);
       if (args == nullptr || args->struct_size < sizeof(loom_quantization_create_args))
         throw Error(LOOM_ERR_INVALID_ARGUMENT,

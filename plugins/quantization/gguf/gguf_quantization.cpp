@@ -24,6 +24,7 @@
 
 #include "gguf_kernels.hpp"
 #include "gguf_plain.hpp"
+#include "../common/quant_plugin.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
@@ -42,33 +43,13 @@ struct Options {
 };
 
 Options parse_config(const char* config_json) {
-  const std::string text = config_json == nullptr ? "" : config_json;
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(std::string("quantization gguf: config is not valid JSON: ") + e.what());
-    }
-  }
-  if (!j.is_object()) throw ConfigError("quantization gguf: config must be a JSON object");
   Options o;
-  std::string problems;
-  auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "; ") + ("quantization gguf: " + p); };
-  for (const auto& item : j.items()) {
-    if (item.key() == "simd") {
-      if (item.value() == "auto") {
-        o.simd = true;
-      } else if (item.value() == "portable") {
-        o.simd = false;
-      } else {
-        add("\"simd\" must be \"auto\" or \"portable\", got " + item.value().dump());
-      }
-    } else {
-      add("unknown key \"" + item.key() + "\" (valid keys: simd)");
-    }
-  }
-  if (!problems.empty()) throw ConfigError(problems);
+  loom_quant::parse_config("gguf", config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
+    if (key == "simd")
+      o.simd = loom_quant::read_simd(v, o.simd, problem);
+    else
+      problem("unknown key \"" + key + "\" (valid keys: simd)");
+  });
   return o;
 }
 
@@ -93,11 +74,12 @@ struct Weight {
 
 class GgufQuantization {
  public:
-  GgufQuantization(const loom_host_api* host, const loom_quantization_create_args& args, const Options& opt)
+  static constexpr const char* kName = "gguf";
+  using WeightType = Weight;
+  static Options parse(const char* config_json) { return parse_config(config_json); }
+
+  GgufQuantization(const loom_host_api* host, const Options& opt)
       : host_(host), kernels_(loom_gguf::select_kernels(opt.simd)) {
-    if (args.device.type != LOOM_DEVICE_CPU)
-      throw Error(LOOM_ERR_UNSUPPORTED, "quantization gguf: runs on the CPU only, not on device type " +
-                                            std::to_string(args.device.type));
   }
 
   void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
@@ -194,52 +176,14 @@ class GgufQuantization {
 
 // ---- C ABI ----------------------------------------------------------------------------------
 
-GgufQuantization& self_of(void* self) { return *static_cast<GgufQuantization*>(self); }
-
-loom_status supports(void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] { self_of(self).supports(dtype, ok, err); });
-}
-
-loom_status prepare_weight(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] { *handle = self_of(self).prepare(weight); });
-}
-
-loom_status linear(void* self, void* handle, const loom_tensor_view* x, loom_tensor_view* y, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] {
-    if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
-    self_of(self).linear(*static_cast<const Weight*>(handle), x, y);
-  });
-}
-
-void release_weight(void*, void* handle) { delete static_cast<Weight*>(handle); }
-
-const loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight, &linear,
-                                          &release_weight};
-
-loom_status validate(const char* config_json, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] { parse_config(config_json); });
-}
-
-loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
-                   const void** vtable, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] {
-    const Options opt = parse_config(config_json);
-    const auto* args = static_cast<const loom_quantization_create_args*>(create_args);
-    if (args == nullptr || args->struct_size < sizeof(loom_quantization_create_args))
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: missing or too old create args");
-    *self = new GgufQuantization(host, *args, opt);
-    *vtable = &kVtable;
-  });
-}
-
-void destroy(void* self) { delete static_cast<GgufQuantization*>(self); }
+using Abi = loom_quant::PluginAbi<GgufQuantization>;
 
 const loom_plugin_desc kDesc = {
     sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
     LOOM_QUANTIZATION_IFACE_MINOR, "gguf", "0.1.0",
     "GGUF block formats Q8_0/Q4_0/Q4_K/Q6_K read in place; integer dot products on quantized activations "
     "(AVX2 when available)",
-    nullptr, &validate, &create, &destroy};
+    nullptr, &Abi::validate, &Abi::create, &Abi::destroy};
 
 }  // namespace
 

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/quant_plugin.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk_core.hpp"
 #include "none_gemm.hpp"
@@ -40,34 +41,13 @@ struct Options {
 };
 
 Options parse_config(const char* config_json) {
-  const std::string text = config_json == nullptr ? "" : config_json;
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(std::string("quantization none: config is not valid JSON: ") + e.what());
-    }
-  }
-  if (!j.is_object()) throw ConfigError("quantization none: config must be a JSON object");
   Options o;
-  std::string problems;
-  auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "; ") + ("quantization none: " + p); };
-  for (const auto& item : j.items()) {
-    if (item.key() == "simd") {
-      const auto& v = item.value();
-      if (v == "auto") {
-        o.simd = true;
-      } else if (v == "portable") {
-        o.simd = false;
-      } else {
-        add("\"simd\" must be \"auto\" or \"portable\", got " + v.dump());
-      }
-    } else {
-      add("unknown key \"" + item.key() + "\" (valid keys: simd)");
-    }
-  }
-  if (!problems.empty()) throw ConfigError(problems);
+  loom_quant::parse_config("none", config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
+    if (key == "simd")
+      o.simd = loom_quant::read_simd(v, o.simd, problem);
+    else
+      problem("unknown key \"" + key + "\" (valid keys: simd)");
+  });
   return o;
 }
 
@@ -114,11 +94,12 @@ struct Weight {
 
 class NoneQuantization {
  public:
-  NoneQuantization(const loom_host_api* host, const loom_quantization_create_args& args, const Options& opt)
+  static constexpr const char* kName = "none";
+  using WeightType = Weight;
+  static Options parse(const char* config_json) { return parse_config(config_json); }
+
+  NoneQuantization(const loom_host_api* host, const Options& opt)
       : host_(host), kernels_(loom_none::select_kernels(opt.simd)) {
-    if (args.device.type != LOOM_DEVICE_CPU)
-      throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: runs on the CPU only, not on device type " +
-                                            std::to_string(args.device.type));
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
@@ -215,52 +196,13 @@ class NoneQuantization {
 
 // ---- C ABI ----------------------------------------------------------------------------------
 
-NoneQuantization& self_of(void* self) { return *static_cast<NoneQuantization*>(self); }
-
-loom_status supports(void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] { self_of(self).supports(dtype, ok, err); });
-}
-
-loom_status prepare_weight(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] { *handle = self_of(self).prepare(weight); });
-}
-
-loom_status linear(void* self, void* handle, const loom_tensor_view* x, loom_tensor_view* y,
-                   loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] {
-    if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
-    self_of(self).linear(*static_cast<const Weight*>(handle), x, y);
-  });
-}
-
-void release_weight(void*, void* handle) { delete static_cast<Weight*>(handle); }
-
-const loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight,
-                                          &linear, &release_weight};
-
-loom_status validate(const char* config_json, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] { parse_config(config_json); });
-}
-
-loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
-                   const void** vtable, loom_error_buf* err) {
-  return loom::sdk::detail::guarded(err, [&] {
-    const Options opt = parse_config(config_json);
-    const auto* args = static_cast<const loom_quantization_create_args*>(create_args);
-    if (args == nullptr || args->struct_size < sizeof(loom_quantization_create_args))
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: missing or too old create args");
-    *self = new NoneQuantization(host, *args, opt);
-    *vtable = &kVtable;
-  });
-}
-
-void destroy(void* self) { delete static_cast<NoneQuantization*>(self); }
+using Abi = loom_quant::PluginAbi<NoneQuantization>;
 
 const loom_plugin_desc kDesc = {
     sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
     LOOM_QUANTIZATION_IFACE_MINOR, "none", "0.1.0",
     "unquantized f32/f16/bf16 weights; threaded, cache-blocked GEMM (AVX2+FMA when available)",
-    nullptr, &validate, &create, &destroy};
+    nullptr, &Abi::validate, &Abi::create, &Abi::destroy};
 
 }  // namespace
 
