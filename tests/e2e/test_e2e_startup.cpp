@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -18,7 +19,10 @@ struct RunResult {
 };
 
 RunResult run_server(const std::string& config_text, const std::string& extra_args = "") {
-  const auto config = std::filesystem::temp_directory_path() / "loom-e2e-startup.toml";
+  // One file per process: ctest runs this binary's tests as parallel processes, and a shared name
+  // let one test's server read another's config.
+  const auto config =
+      std::filesystem::temp_directory_path() / ("loom-e2e-startup-" + std::to_string(getpid()) + ".toml");
   std::ofstream(config) << config_text;
   const std::string command = std::string("timeout 60 ") + LOOM_SERVER_BIN + " --config " + config.string() +
                               " " + extra_args + " 2>&1";
@@ -29,6 +33,7 @@ RunResult run_server(const std::string& config_text, const std::string& extra_ar
   while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.output.append(buf.data(), n);
   const int raw = pclose(pipe);
   result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  std::filesystem::remove(config);
   return result;
 }
 
