@@ -76,7 +76,8 @@ CliOptions parse_cli(int argc, char** argv, const std::vector<std::string>& defa
     }
 
     const bool takes_value = name == "--config" || name == "--host" || name == "--port" ||
-                             name == "--log-level" || name == "--model" || name == "--threads";
+                             name == "--log-level" || name == "--model" || name == "--threads" ||
+                             name == "--kv-dtype" || name == "--quantization";
     if (!takes_value) fail("unknown option '" + std::string(name) + "'");
     std::string_view value;
     if (inline_value) {
@@ -102,6 +103,11 @@ CliOptions parse_cli(int argc, char** argv, const std::vector<std::string>& defa
       options.log_level = std::string(value);
     } else if (name == "--model") {
       options.model_path = fs::absolute(fs::path(value)).lexically_normal().string();
+    } else if (name == "--kv-dtype") {
+      if (auto problem = config_rules::check_kv_dtype(value)) fail("--kv-dtype: " + *problem);
+      options.kv_dtype = std::string(value);
+    } else if (name == "--quantization") {
+      options.quantization = std::string(value);
     }
   }
 
@@ -138,6 +144,11 @@ Options:
       --model PATH    model file or directory, relative to the working directory
                       (model.path; also renames the served model if its name was derived)
       --threads N     CPU threads, 0 = all cores (runtime.threads)
+      --kv-dtype T    KV cache element type: f32, f16, bf16, int8 or fp8_e4m3
+                      (cache.kv_dtype)
+      --quantization P  quantization plugin: none, int8, int4, fp8 or gguf
+                      (quantization.plugin; the table's other keys are dropped
+                      when the plugin changes)
       --log-level L   trace, debug, info, warn, error or off (logging.level)
       --print-config  print the effective config as TOML and exit
   -h, --help          print this help and exit
@@ -152,6 +163,11 @@ void apply_overrides(Config& config, const CliOptions& options) {
   if (options.port) config.server.port = *options.port;
   if (options.log_level) config.log_level = *options.log_level;
   if (options.threads) config.runtime.threads = *options.threads;
+  if (options.kv_dtype) config.kv_dtype = *options.kv_dtype;
+  if (options.quantization && *options.quantization != config.quantization.plugin) {
+    // Keys of the old plugin would be refused as unknown by the new one.
+    config.quantization = PluginTable{*options.quantization};
+  }
   if (options.model_path) {
     const bool derived_name =
         config.model.name.empty() || config.model.name == model_name_from_path(config.model.path);

@@ -19,6 +19,8 @@ struct CliOptions {
   std::optional<std::string> log_level;
   std::optional<std::string> model_path;  // absolute (relative to the working directory)
   std::optional<int32_t> threads;
+  std::optional<std::string> kv_dtype;      // [cache] kv_dtype
+  std::optional<std::string> quantization;  // [quantization] plugin (its other keys are dropped on a change)
   bool print_config = false;
   bool help = false;
   bool version = false;

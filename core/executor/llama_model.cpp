@@ -38,6 +38,21 @@ loom_tensor_view expect(const GgufFile& file, const std::string& name, const std
   return gguf_tensor_view(*info);
 }
 
+// A weight matrix [rows, cols]. Besides float and GGUF block types, a matrix may be stored
+// pre-quantized by loom-convert in integer words (I8, I32: int8, fp8 bytes, packed int4) whose
+// column count depends on the packing; only its rows are checked here and the quantization
+// plugin, which knows the packing, checks the rest against the logical shape.
+loom_tensor_view expect_matrix(const GgufFile& file, const std::string& name, int64_t rows, int64_t cols) {
+  const GgufTensorInfo* info = file.find_tensor(name);
+  if (info != nullptr && (info->dtype == LOOM_DTYPE_I8 || info->dtype == LOOM_DTYPE_I32) && info->dims.size() == 2) {
+    if (static_cast<int64_t>(info->dims[1]) != rows)
+      throw Error(file.path() + ": tensor " + name + " has " + std::to_string(info->dims[1]) + " rows, expected " +
+                  std::to_string(rows) + " from the model's hyperparameters");
+    return gguf_tensor_view(*info);
+  }
+  return expect(file, name, {rows, cols});
+}
+
 }  // namespace
 
 std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp) {
@@ -146,10 +161,10 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
     const std::string p = "blk." + std::to_string(l) + ".";
     LlamaLayerWeights lw;
     lw.attn_norm = expect(file, p + "attn_norm.weight", {dim});
-    lw.wq = expect(file, p + "attn_q.weight", {q_dim, dim});
-    lw.wk = expect(file, p + "attn_k.weight", {kv_dim, dim});
-    lw.wv = expect(file, p + "attn_v.weight", {kv_dim, dim});
-    lw.wo = expect(file, p + "attn_output.weight", {dim, q_dim});
+    lw.wq = expect_matrix(file, p + "attn_q.weight", q_dim, dim);
+    lw.wk = expect_matrix(file, p + "attn_k.weight", kv_dim, dim);
+    lw.wv = expect_matrix(file, p + "attn_v.weight", kv_dim, dim);
+    lw.wo = expect_matrix(file, p + "attn_output.weight", dim, q_dim);
     if (hp.qkv_bias) {
       lw.bq = expect(file, p + "attn_q.bias", {q_dim});
       lw.bk = expect(file, p + "attn_k.bias", {kv_dim});
@@ -160,14 +175,15 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
       lw.k_norm = expect(file, p + "attn_k_norm.weight", {hp.head_dim});
     }
     lw.ffn_norm = expect(file, p + "ffn_norm.weight", {dim});
-    lw.w_gate = expect(file, p + "ffn_gate.weight", {hp.ffn_dim, dim});
-    lw.w_up = expect(file, p + "ffn_up.weight", {hp.ffn_dim, dim});
-    lw.w_down = expect(file, p + "ffn_down.weight", {dim, hp.ffn_dim});
+    lw.w_gate = expect_matrix(file, p + "ffn_gate.weight", hp.ffn_dim, dim);
+    lw.w_up = expect_matrix(file, p + "ffn_up.weight", hp.ffn_dim, dim);
+    lw.w_down = expect_matrix(file, p + "ffn_down.weight", dim, hp.ffn_dim);
     w.layers.push_back(lw);
   }
   w.output_norm = expect(file, "output_norm.weight", {dim});
   w.tied_output = file.find_tensor("output.weight") == nullptr;
-  w.output = w.tied_output ? w.token_embd : expect(file, "output.weight", {hp.vocab_size, dim});
+  w.output = w.tied_output ? w.token_embd : expect_matrix(file, "output.weight", hp.vocab_size, dim);
+  w.source = &file;
   return w;
 }
 

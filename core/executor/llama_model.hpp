@@ -65,6 +65,9 @@ struct LlamaWeights {
   loom_tensor_view output_norm;  // [dim]
   loom_tensor_view output;       // [vocab, dim]; the token_embd view when tied
   bool tied_output = false;      // output.weight absent: the classifier reuses token_embd
+  // The file the views point into, for plugins that look up companion tensors (the scales of a
+  // pre-quantized weight); nullptr for sources without GGUF tensor names (HF checkpoints).
+  const GgufFile* source = nullptr;
 };
 
 // Finds and shape-checks every tensor. Throws loom::Error naming the file and the tensor.

@@ -1,6 +1,7 @@
 #include "core/executor/model_executor.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -105,16 +106,19 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
       }
       layers_.push_back(std::move(layer));
       Layer& L = layers_.back();
-      L.wq = prepare(lw.wq, "attn_q.weight", l);
-      L.wk = prepare(lw.wk, "attn_k.weight", l);
-      L.wv = prepare(lw.wv, "attn_v.weight", l);
-      L.wo = prepare(lw.wo, "attn_output.weight", l);
-      L.w_gate = prepare(lw.w_gate, "ffn_gate.weight", l);
-      L.w_up = prepare(lw.w_up, "ffn_up.weight", l);
-      L.w_down = prepare(lw.w_down, "ffn_down.weight", l);
+      const int64_t dim = hp_.dim, ff = hp_.ffn_dim, q_dim = int64_t{hp_.n_heads} * hp_.head_dim;
+      const int64_t kv_dim = int64_t{hp_.n_kv_heads} * hp_.head_dim;
+      L.wq = prepare(lw.wq, "attn_q.weight", l, LOOM_WEIGHT_ATTN_Q, q_dim, dim, w.source);
+      L.wk = prepare(lw.wk, "attn_k.weight", l, LOOM_WEIGHT_ATTN_K, kv_dim, dim, w.source);
+      L.wv = prepare(lw.wv, "attn_v.weight", l, LOOM_WEIGHT_ATTN_V, kv_dim, dim, w.source);
+      L.wo = prepare(lw.wo, "attn_output.weight", l, LOOM_WEIGHT_ATTN_OUTPUT, dim, q_dim, w.source);
+      L.w_gate = prepare(lw.w_gate, "ffn_gate.weight", l, LOOM_WEIGHT_FFN_GATE, ff, dim, w.source);
+      L.w_up = prepare(lw.w_up, "ffn_up.weight", l, LOOM_WEIGHT_FFN_UP, ff, dim, w.source);
+      L.w_down = prepare(lw.w_down, "ffn_down.weight", l, LOOM_WEIGHT_FFN_DOWN, dim, ff, w.source);
     }
     output_norm_ = to_f32(w.output_norm, "output_norm.weight");
-    output_ = prepare(w.output, w.tied_output ? "token_embd.weight (tied classifier)" : "output.weight", -1);
+    output_ = prepare(w.output, w.tied_output ? "token_embd.weight" : "output.weight", -1, LOOM_WEIGHT_OUTPUT,
+                      hp_.vocab_size, hp_.dim, w.source);
   } catch (...) {
     release_all();
     throw;
@@ -135,19 +139,45 @@ void ModelExecutor::release_all() noexcept {
   release(output_);
 }
 
-void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_t layer) {
+void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role,
+                             int64_t out, int64_t in, const GgufFile* source) {
   ErrorBuffer err;
   loom_error_buf eb = err.buf();
+  const std::string full_name = layer_name(layer, name);
   if (quant_.vt->supports != nullptr) {
     int32_t ok = 0;
     const loom_status s = quant_.vt->supports(quant_.self, w.dtype, &ok, &eb);
     if (s != LOOM_OK || ok == 0)
-      throw Error("tensor " + layer_name(layer, name) + ": the quantization plugin cannot use it: " + err.str(),
+      throw Error("tensor " + full_name + ": the quantization plugin cannot use it: " + err.str(),
                   s != LOOM_OK ? s : LOOM_ERR_UNSUPPORTED);
   }
   void* handle = nullptr;
-  const loom_status s = quant_.vt->prepare_weight(quant_.self, &w, &handle, &eb);
-  if (s != LOOM_OK) throw Error("tensor " + layer_name(layer, name) + ": prepare_weight failed: " + err.str(), s);
+  const bool has_info = quant_.vt->struct_size >= offsetof(loom_quantization_vtable, prepare_weight_info) +
+                                                     sizeof(quant_.vt->prepare_weight_info) &&
+                        quant_.vt->prepare_weight_info != nullptr;
+  loom_status s = LOOM_OK;
+  if (has_info) {
+    loom_weight_info info{};
+    info.struct_size = sizeof(loom_weight_info);
+    info.name = full_name.c_str();
+    info.role = role;
+    info.layer = layer;
+    info.out_features = out;
+    info.in_features = in;
+    if (source != nullptr) {
+      info.find_tensor = [](void* ctx, const char* tensor, loom_tensor_view* view) -> int32_t {
+        const GgufTensorInfo* t = static_cast<const GgufFile*>(ctx)->find_tensor(tensor);
+        if (t == nullptr || view == nullptr) return 0;
+        *view = gguf_tensor_view(*t);
+        return 1;
+      };
+      info.find_ctx = const_cast<GgufFile*>(source);
+    }
+    s = quant_.vt->prepare_weight_info(quant_.self, &w, &info, &handle, &eb);
+  } else {
+    s = quant_.vt->prepare_weight(quant_.self, &w, &handle, &eb);
+  }
+  if (s != LOOM_OK) throw Error("tensor " + full_name + ": prepare_weight failed: " + err.str(), s);
   return handle;
 }
 

@@ -66,7 +66,10 @@ class ModelExecutor {
     void* w_down = nullptr;
   };
 
-  void* prepare(const loom_tensor_view& w, const char* name, int32_t layer);
+  // Hands one weight to the quantization plugin, with its name, role and logical [out, in] shape
+  // (and companion lookups into `source` when there is one).
+  void* prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role, int64_t out,
+                int64_t in, const GgufFile* source);
   void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);
   void release_all() noexcept;
 

@@ -49,7 +49,8 @@ std::string error_of(std::vector<std::string> args,
 TEST(ConfigCli, ParsesEveryOption) {
   const CliOptions o =
       parse({"--config", "c.toml", "--host", "0.0.0.0", "--port", "9000", "--log-level", "debug",
-             "--model", "/m/x.gguf", "--threads", "4", "--print-config"});
+             "--model", "/m/x.gguf", "--threads", "4", "--kv-dtype", "int8", "--quantization", "gguf",
+             "--print-config"});
   CliOptions expected;
   expected.config_path = "c.toml";
   expected.host = "0.0.0.0";
@@ -57,6 +58,8 @@ TEST(ConfigCli, ParsesEveryOption) {
   expected.log_level = "debug";
   expected.model_path = "/m/x.gguf";
   expected.threads = 4;
+  expected.kv_dtype = "int8";
+  expected.quantization = "gguf";
   expected.print_config = true;
   EXPECT_EQ(o, expected);
 }
@@ -100,6 +103,8 @@ TEST(ConfigCli, RejectsBadArguments) {
   EXPECT_EQ(error_of({"--log-level", "loud"}),
             "--log-level: must be one of trace, debug, info, warn, error, off; got \"loud\" (see "
             "--help)");
+  EXPECT_EQ(error_of({"--kv-dtype", "int3"}).rfind("--kv-dtype: ", 0), 0u) << error_of({"--kv-dtype", "int3"});
+  EXPECT_EQ(error_of({"--quantization="}), "--quantization: empty value (see --help)");
   EXPECT_EQ(error_of({"--help=yes"}), "--help takes no value (see --help)");
   EXPECT_EQ(error_of({"--print-config=1"}), "--print-config takes no value (see --help)");
 }
@@ -138,7 +143,7 @@ TEST(ConfigCli, ExecutableDirIsThisTestsDirectory) {
 TEST(ConfigCli, UsageNamesEveryOption) {
   const std::string usage = cli_usage();
   for (const char* flag : {"--config", "--host", "--port", "--log-level", "--model", "--threads",
-                           "--print-config", "--help", "--version", "-c,", "-h,"}) {
+                           "--kv-dtype", "--quantization", "--print-config", "--help", "--version", "-c,", "-h,"}) {
     EXPECT_NE(usage.find(flag), std::string::npos) << flag;
   }
 }
@@ -161,6 +166,20 @@ TEST(ConfigCli, ApplyOverridesChangesOnlyWhatWasGiven) {
   expected.log_level = "trace";
   expected.runtime.threads = 3;
   EXPECT_EQ(c, expected);
+}
+
+TEST(ConfigCli, KvDtypeAndQuantizationOverrides) {
+  Config c = load_config(kDefault);
+  c.quantization = PluginTable{"int4", "", R"({"group_size":32})"};
+  CliOptions o;
+  o.kv_dtype = "fp8_e4m3";
+  o.quantization = "int4";  // the same plugin keeps its keys
+  apply_overrides(c, o);
+  EXPECT_EQ(c.kv_dtype, "fp8_e4m3");
+  EXPECT_EQ(c.quantization, (PluginTable{"int4", "", R"({"group_size":32})"}));
+  o.quantization = "gguf";  // another plugin starts from an empty table
+  apply_overrides(c, o);
+  EXPECT_EQ(c.quantization, PluginTable{"gguf"});
 }
 
 TEST(ConfigCli, AnotherModelRenamesOnlyADerivedName) {

@@ -168,6 +168,16 @@ struct PluginAbi {
   static loom_status prepare_weight(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] { *handle = self_of(self).prepare(weight); });
   }
+  // P may take the weight's name, role and companion tensors: prepare(weight, info).
+  static loom_status prepare_weight_info(void* self, const loom_tensor_view* weight, const loom_weight_info* info,
+                                         void** handle, loom_error_buf* err) {
+    return loom::sdk::detail::guarded(err, [&] {
+      if constexpr (requires(P& p) { p.prepare(weight, info); })
+        *handle = self_of(self).prepare(weight, info);
+      else
+        *handle = self_of(self).prepare(weight);
+    });
+  }
   static loom_status linear(void* self, void* handle, const loom_tensor_view* x, loom_tensor_view* y,
                             loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] {
@@ -186,7 +196,7 @@ struct PluginAbi {
   }
 
   static constexpr loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight,
-                                                       &linear, &release_weight};
+                                                       &linear, &release_weight, &prepare_weight_info};
 
   static loom_status validate(const char* config_json, loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] { P::parse(config_json); });

@@ -9,12 +9,42 @@ extern "C" {
 #endif
 
 #define LOOM_QUANTIZATION_IFACE_MAJOR 1
-#define LOOM_QUANTIZATION_IFACE_MINOR 0
+#define LOOM_QUANTIZATION_IFACE_MINOR 1
 
 typedef struct loom_quantization_create_args {
   uint32_t struct_size;
   loom_device device;
 } loom_quantization_create_args;
+
+/* What a weight matrix is for. Plugins may treat roles differently: GPTQ/AWQ-style INT4, for
+ * one, leaves the output head at higher precision because its error reaches the logits directly. */
+typedef enum loom_weight_role {
+  LOOM_WEIGHT_OTHER = 0,
+  LOOM_WEIGHT_ATTN_Q = 1,
+  LOOM_WEIGHT_ATTN_K = 2,
+  LOOM_WEIGHT_ATTN_V = 3,
+  LOOM_WEIGHT_ATTN_OUTPUT = 4,
+  LOOM_WEIGHT_FFN_GATE = 5,
+  LOOM_WEIGHT_FFN_UP = 6,
+  LOOM_WEIGHT_FFN_DOWN = 7,
+  LOOM_WEIGHT_OUTPUT = 8 /* the classifier head (output.weight, or token_embd.weight when tied) */
+} loom_weight_role;
+
+/* What the host knows of a weight beyond its bytes (minor version 1). */
+typedef struct loom_weight_info {
+  uint32_t struct_size;
+  const char* name;        /* the model file's tensor name, e.g. "blk.3.attn_q.weight" */
+  int32_t role;            /* loom_weight_role */
+  int32_t layer;           /* block index; -1 outside the blocks */
+  int64_t out_features;    /* logical shape of W; equals the view's shape for float and GGUF */
+  int64_t in_features;     /* block formats, differs for packed storage (e.g. int4 in I32 words) */
+  /* Looks up another tensor of the model file by its full name (e.g. the "<name>.scale" written
+   * beside a pre-quantized weight). Returns 1 and fills *out (Loom order: [rows, cols], contiguous
+   * rows) when it exists, else 0. The views live as long as the model file; NULL when the model
+   * source cannot look tensors up. */
+  int32_t (*find_tensor)(void* ctx, const char* name, loom_tensor_view* out);
+  void* find_ctx;
+} loom_weight_info;
 
 typedef struct loom_quantization_vtable {
   uint32_t struct_size;
@@ -33,6 +63,10 @@ typedef struct loom_quantization_vtable {
                         loom_error_buf* err);
   /* Frees what prepare_weight made. */
   void (*release_weight)(void* self, void* handle);
+  /* Minor 1, optional (present when struct_size covers it and non-NULL): prepare_weight with the
+   * weight's name, role and companions. A host that has the info calls this instead. */
+  loom_status (*prepare_weight_info)(void* self, const loom_tensor_view* weight, const loom_weight_info* info,
+                                     void** handle, loom_error_buf* err);
 } loom_quantization_vtable;
 
 #ifdef __cplusplus

@@ -114,8 +114,19 @@ struct VtableFor<loom_quantization_vtable, T> {
     // Cannot report: a release that throws is swallowed (and must not leak by design).
     (void)detail::guarded(nullptr, [&] { detail::self_as<T>(s).release_weight(handle); });
   }
+  // A plugin class with prepare_weight_info(weight, info, handle) gets the weight's name and role.
+  static loom_status prepare_weight_info(void* s, const loom_tensor_view* weight, const loom_weight_info* info,
+                                         void** handle, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if constexpr (requires(T& t) { t.prepare_weight_info(weight, info, handle); })
+        return detail::self_as<T>(s).prepare_weight_info(weight, info, handle);
+      else
+        return detail::self_as<T>(s).prepare_weight(weight, handle);
+    });
+  }
   static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
-                                                      &prepare_weight, &linear, &release_weight};
+                                                      &prepare_weight, &linear, &release_weight,
+                                                      &prepare_weight_info};
 };
 
 template <class T>

@@ -43,6 +43,7 @@ const char* model_bench_usage() {
          "  -r, --repetitions N     runs per test, reported as mean +- std (default 3)\n"
          "  --attention NAME        attention plugin (default flash_cpu)\n"
          "  --quantization NAME     quantization plugin (default none)\n"
+         "  --quantization-config JSON  its config (default {}), e.g. '{\"group_size\": 32}'\n"
          "  --kv-dtype TYPE         KV pool dtype: f32, f16, bf16, int8, fp8_e4m3 (default f32)\n"
          "  --plugin-dir DIR        search DIR for plugins first (repeatable)\n"
          "  --no-stream             skip the memory read bandwidth measurement\n"
@@ -68,6 +69,7 @@ ModelBenchOptions parse_model_bench_options(int argc, char** argv) {
     else if (a == "-r" || a == "--repetitions") o.repetitions = parse_int(a, value(), 1);
     else if (a == "--attention") o.attention = value();
     else if (a == "--quantization") o.quantization = value();
+    else if (a == "--quantization-config") o.quantization_config = value();
     else if (a == "--kv-dtype") {
       o.kv_dtype = value();
       if (sdk::kv::dtype_from_name(o.kv_dtype.c_str()) == LOOM_DTYPE_INVALID)

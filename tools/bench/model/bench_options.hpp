@@ -18,6 +18,7 @@ struct ModelBenchOptions {
   int32_t repetitions = 3;                     // -r
   std::string attention = "flash_cpu";         // --attention plugin
   std::string quantization = "none";           // --quantization plugin
+  std::string quantization_config = "{}";      // --quantization-config: its JSON config
   std::string kv_dtype = "f32";                // --kv-dtype: f32, f16, bf16, int8, fp8_e4m3
   std::vector<std::string> plugin_dirs;        // --plugin-dir, searched before the executable's dir
   bool stream = true;                          // --no-stream skips the bandwidth measurement

@@ -68,7 +68,7 @@ int run(const ModelBenchOptions& o) {
   for (int32_t b : o.batched) max_seqs = std::max(max_seqs, b);
   BenchSession session(
       SessionSpec{o.model, o.threads, o.attention, o.quantization, o.plugin_dirs, max_seqs, max_tokens,
-                  sdk::kv::dtype_from_name(o.kv_dtype.c_str())});
+                  sdk::kv::dtype_from_name(o.kv_dtype.c_str()), o.quantization_config});
   const LlamaHparams& hp = session.hparams();
 
   nlohmann::json out = {{"model", o.model},
@@ -78,6 +78,7 @@ int run(const ModelBenchOptions& o) {
                         {"threads", o.threads},
                         {"attention", o.attention},
                         {"quantization", o.quantization},
+                        {"quantization_config", nlohmann::json::parse(o.quantization_config, nullptr, false)},
                         {"kv_dtype", o.kv_dtype},
                         {"repetitions", o.repetitions}};
   std::printf("model: %s  (%s layers, dim %d, vocab %d, %.1f M params, %.1f MiB)\n", o.model.c_str(),
