@@ -190,7 +190,30 @@ void ModelExecutor::linear(void* handle, const float* x, int64_t n, int64_t in, 
   if (s != LOOM_OK) throw Error("quantization plugin linear failed: " + err.str(), s);
 }
 
+void ModelExecutor::set_max_micro_batch(int32_t n) {
+  if (n < 1) throw Error("model executor: micro-batch size " + std::to_string(n) + " must be >= 1");
+  max_micro_batch_ = n;
+}
+
 void ModelExecutor::execute(const BuiltBatch& batch, std::vector<float>& logits) {
+  const int32_t T = batch.num_tokens();
+  if (T <= max_micro_batch_) {
+    execute_tokens(batch, logits);
+    return;
+  }
+  const int64_t vocab = hp_.vocab_size;
+  logits.resize(static_cast<size_t>(int64_t{batch.num_logits()} * vocab));
+  for (int32_t t0 = 0; t0 < T; t0 += max_micro_batch_) {
+    slice_batch(batch, t0, std::min(T, t0 + max_micro_batch_), micro_, micro_rows_);
+    execute_tokens(micro_, micro_logits_);
+    for (size_t i = 0; i < micro_rows_.size(); ++i) {
+      const float* row = micro_logits_.data() + static_cast<int64_t>(i) * vocab;
+      std::copy(row, row + vocab, logits.data() + int64_t{micro_rows_[i]} * vocab);
+    }
+  }
+}
+
+void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& logits) {
   const int64_t T = batch.num_tokens();
   const int64_t dim = hp_.dim, ff = hp_.ffn_dim, H = hp_.n_heads, KVH = hp_.n_kv_heads, D = hp_.head_dim;
   const int64_t n_logits = batch.num_logits();

@@ -15,6 +15,7 @@
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kernels/cpu/rope.hpp"
 #include "core/executor/kv_pool.hpp"
+#include "core/executor/micro_batch.hpp"
 #include "core/executor/llama_model.hpp"
 #include "core/model/gguf_file.hpp"
 #include "loom/attention.h"
@@ -49,7 +50,15 @@ class ModelExecutor {
 
   // Runs one step. Writes K/V of every token into the pool at the batch's slots and sets
   // logits to [batch.num_logits(), vocab] (row i for token batch.logits_indices[i]).
+  // A step of more than max_micro_batch() tokens runs as consecutive micro-batches of at most
+  // that many (micro_batch.hpp), with the same logits bit for bit.
   void execute(const BuiltBatch& batch, std::vector<float>& logits);
+
+  // Tokens per micro-batch (default kDefaultMicroBatch, as llama.cpp's n_ubatch): bounds the
+  // activation buffers. Throws loom::Error unless n >= 1.
+  static constexpr int32_t kDefaultMicroBatch = 512;
+  void set_max_micro_batch(int32_t n);
+  int32_t max_micro_batch() const { return max_micro_batch_; }
 
  private:
   struct Layer {
@@ -68,6 +77,8 @@ class ModelExecutor {
 
   // Hands one weight to the quantization plugin, with its name, role and logical [out, in] shape
   // (and companion lookups into `source` when there is one).
+  // One micro-batch through every layer.
+  void execute_tokens(const BuiltBatch& batch, std::vector<float>& logits);
   void* prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role, int64_t out,
                 int64_t in, const GgufFile* source);
   void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);
@@ -81,6 +92,10 @@ class ModelExecutor {
   cpu::RotaryEmbedding rope_;
   loom_tensor_view token_embd_;
   std::vector<Layer> layers_;
+  int32_t max_micro_batch_ = kDefaultMicroBatch;
+  BuiltBatch micro_;                  // the current micro-batch of a large step
+  std::vector<int32_t> micro_rows_;   // its logits rows in the step's logits
+  std::vector<float> micro_logits_;   // [micro_.num_logits(), vocab]
   std::vector<float> output_norm_;  // [dim]
   void* output_ = nullptr;          // classifier handle
 

@@ -113,6 +113,58 @@ TEST_F(ExecutorConsistency, ChunkedPrefillEqualsWhole) {
   }
 }
 
+TEST(MicroBatch, SliceClipsQueryRunsAndContext) {
+  // Two sequences: A at positions 10..13 (4 tokens, blocks {3, 4}), B at 0..5 (6 tokens, {7, -1}).
+  BuiltBatch in;
+  in.token_ids = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  in.positions = {10, 11, 12, 13, 0, 1, 2, 3, 4, 5};
+  in.query_start = {0, 4, 10};
+  in.seq_lens = {14, 6};
+  in.slot_mapping = {74, 75, 76, 77, 112, 113, 114, 115, 116, 117};
+  in.block_tables = {3, 4, 7, -1};
+  in.max_blocks_per_seq = 2;
+  in.block_size = 16;
+  in.logits_indices = {3, 9, 6};
+  BuiltBatch out;
+  std::vector<int32_t> rows;
+  slice_batch(in, 2, 7, out, rows);
+  EXPECT_EQ(out.token_ids, (std::vector<int32_t>{3, 4, 5, 6, 7}));
+  EXPECT_EQ(out.positions, (std::vector<int32_t>{12, 13, 0, 1, 2}));
+  EXPECT_EQ(out.query_start, (std::vector<int32_t>{0, 2, 5}));
+  EXPECT_EQ(out.seq_lens, (std::vector<int32_t>{14, 3}));  // B's context ends at its position 2
+  EXPECT_EQ(out.slot_mapping, (std::vector<int32_t>{76, 77, 112, 113, 114}));
+  EXPECT_EQ(out.block_tables, (std::vector<int32_t>{3, 4, 7, -1}));
+  EXPECT_EQ(out.logits_indices, (std::vector<int32_t>{1, 4}));
+  EXPECT_EQ(rows, (std::vector<int32_t>{0, 2}));
+  slice_batch(in, 7, 10, out, rows);  // B alone
+  EXPECT_EQ(out.query_start, (std::vector<int32_t>{0, 3}));
+  EXPECT_EQ(out.seq_lens, (std::vector<int32_t>{6}));
+  EXPECT_EQ(out.block_tables, (std::vector<int32_t>{7, -1}));
+  EXPECT_EQ(out.logits_indices, (std::vector<int32_t>{2}));
+  EXPECT_EQ(rows, (std::vector<int32_t>{1}));
+  EXPECT_THROW(slice_batch(in, 4, 4, out, rows), Error);
+  EXPECT_THROW(slice_batch(in, 0, 11, out, rows), Error);
+}
+
+TEST_F(ExecutorConsistency, MicroBatchesGiveTheLogitsOfOnePass) {
+  // A step of 3 sequences (22 + 1 + 13 tokens, logits wanted on several) in one pass, then the
+  // same step on fresh blocks in micro-batches of 5 tokens, which cut both prompts.
+  const std::vector<int32_t> pa = random_prompt(22, 21), pb = random_prompt(1, 22), pc = random_prompt(13, 23);
+  auto run = [&](int32_t first_block) {
+    const std::vector<int32_t> ta = ModelRunner::blocks(first_block, 2), tb = ModelRunner::blocks(first_block + 2, 1),
+                               tc = ModelRunner::blocks(first_block + 3, 1);
+    const std::vector<SeqSchedule> s = {{pa, 0, ta, true}, {pb, 0, tb, true}, {pc, 0, tc, true}};
+    return runner_.step(s);
+  };
+  const auto whole = run(0);
+  runner_.executor().set_max_micro_batch(5);
+  const auto micro = run(100);
+  runner_.executor().set_max_micro_batch(ModelExecutor::kDefaultMicroBatch);
+  ASSERT_EQ(whole.size(), static_cast<size_t>(3 * runner_.vocab()));
+  EXPECT_TRUE(bit_equal(micro, whole));
+  EXPECT_THROW(runner_.executor().set_max_micro_batch(0), Error);
+}
+
 TEST_F(ExecutorConsistency, ThreadCountDoesNotChangeLogits) {
   const std::vector<int32_t> p = random_prompt(29, 11);
   const std::vector<int32_t> table = ModelRunner::blocks(0, 2);

@@ -79,6 +79,7 @@ class ModelRunner {
         builder_(kBlockSize) {}
 
   const LlamaHparams& hparams() const { return weights_.hparams; }
+  ModelExecutor& executor() { return executor_; }
   int32_t vocab() const { return weights_.hparams.vocab_size; }
 
   // Runs one step; returns logits [n_logits, vocab].

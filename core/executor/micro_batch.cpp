@@ -1,0 +1,47 @@
+#include "core/executor/micro_batch.hpp"
+
+#include <algorithm>
+#include <string>
+
+#include "core/common/error.hpp"
+
+namespace loom {
+
+void slice_batch(const BuiltBatch& in, int32_t t0, int32_t t1, BuiltBatch& out, std::vector<int32_t>& logit_rows) {
+  if (t0 < 0 || t1 <= t0 || t1 > in.num_tokens())
+    throw Error("slice_batch: token range [" + std::to_string(t0) + ", " + std::to_string(t1) + ") outside a batch of " +
+                std::to_string(in.num_tokens()));
+  auto take = [&](const std::vector<int32_t>& v, std::vector<int32_t>& dst) {
+    dst.assign(v.begin() + t0, v.begin() + t1);
+  };
+  take(in.token_ids, out.token_ids);
+  take(in.positions, out.positions);
+  take(in.slot_mapping, out.slot_mapping);
+  out.max_blocks_per_seq = in.max_blocks_per_seq;
+  out.block_size = in.block_size;
+  out.query_start.assign(1, 0);
+  out.seq_lens.clear();
+  out.block_tables.clear();
+  const auto width = static_cast<size_t>(in.max_blocks_per_seq);
+  for (int32_t s = 0; s < in.num_seqs(); ++s) {
+    const int32_t begin = std::max(in.query_start[static_cast<size_t>(s)], t0);
+    const int32_t end = std::min(in.query_start[static_cast<size_t>(s) + 1], t1);
+    if (begin >= end) continue;
+    out.query_start.push_back(end - t0);
+    // Context after this slice: everything up to and including its last token of the sequence.
+    out.seq_lens.push_back(in.positions[static_cast<size_t>(end - 1)] + 1);
+    const auto row = in.block_tables.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(s) * width);
+    out.block_tables.insert(out.block_tables.end(), row, row + static_cast<std::ptrdiff_t>(width));
+  }
+  out.logits_indices.clear();
+  logit_rows.clear();
+  for (size_t i = 0; i < in.logits_indices.size(); ++i) {
+    const int32_t t = in.logits_indices[i];
+    if (t >= t0 && t < t1) {
+      out.logits_indices.push_back(t - t0);
+      logit_rows.push_back(static_cast<int32_t>(i));
+    }
+  }
+}
+
+}  // namespace loom
