@@ -27,11 +27,15 @@ int64_t KvPool::element_size(loom_dtype dtype) {
 }
 
 int64_t KvPool::bytes_per_token(int32_t n_layers, int32_t n_kv_heads, int32_t head_dim, loom_dtype dtype) {
-  return 2 * static_cast<int64_t>(n_layers) * n_kv_heads * head_dim * element_size(dtype);
+  // fp8 keeps an f16 scale per (token, head) beside the data (sdk_kv_quant.hpp).
+  return 2 * static_cast<int64_t>(n_layers) *
+         (n_kv_heads * head_dim * element_size(dtype) + sdk::kv::scale_bytes_per_token(dtype, n_kv_heads));
 }
 
 int64_t KvPool::scale_bytes_per_block(int32_t n_layers, int32_t n_kv_heads, loom_dtype dtype) {
-  return sdk::kv::has_scales(dtype) ? 2 * static_cast<int64_t>(n_layers) * n_kv_heads * 4 : 0;
+  // int8's one f32 scale per (block, head); fp8's per-token scales are in bytes_per_token.
+  return sdk::kv::has_scales(dtype) && !sdk::kv::has_row_scales(dtype) ? 2 * static_cast<int64_t>(n_layers) * n_kv_heads * 4
+                                                                         : 0;
 }
 
 KvPool::KvPool(const KvPoolShape& shape) : shape_(shape) {

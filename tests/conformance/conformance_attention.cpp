@@ -252,7 +252,7 @@ TEST_P(AttentionConformance, BatchedEqualsAlone) {
 
 // Relative error ||out - naive_f32|| / ||naive_f32|| of the test step (RMS over every output) and
 // its bound per KV dtype: f16 and bf16 round each element once (2^-11 / 2^-8 relative); int8 has
-// 255 steps and fp8_e4m3 3 mantissa bits relative to each block-head's amax.
+// 255 steps and fp8_e4m3 3 mantissa bits relative to each row's amax.
 struct KvDtypeBound {
   loom_dtype dtype;
   double max_rel_error;

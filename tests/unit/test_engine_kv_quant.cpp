@@ -1,6 +1,7 @@
-// Encoded KV pools: the block layout (data, padding, per-head scales) in KvPool's views and
-// block copies, the fp8 E4M3 codec, and the int8/fp8 scale scheme of loom/sdk_kv_quant.hpp
-// (a block's first row sets the scale; a larger row raises it and re-encodes the rows before).
+// Encoded KV pools: the block layout (data, padding, scales) in KvPool's views and block copies,
+// the fp8 E4M3 codec, and the scale schemes of loom/sdk_kv_quant.hpp (int8: a block's first row
+// sets the block-head scale, a larger row raises it and re-encodes the rows before; fp8: every
+// (token, head) row has its own f16 scale, amax / 448 rounded up).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -20,7 +21,16 @@ TEST(KvQuantLayout, BlockBytesAndScaleOffsets) {
   // [16, 2, 8] int8 = 256 bytes of data, then 2 f32 scales.
   EXPECT_EQ(kv::block_bytes(LOOM_DTYPE_I8, 16, 2, 8), 256 + 8);
   EXPECT_EQ(kv::scales_offset(LOOM_DTYPE_I8, 16, 2, 8), 256);
-  EXPECT_EQ(kv::block_bytes(LOOM_DTYPE_FP8_E4M3, 16, 2, 8), 256 + 8);
+  // [16, 2, 8] fp8 = 256 bytes of data, then [16, 2] f16 scales, one per (slot, head).
+  EXPECT_EQ(kv::block_bytes(LOOM_DTYPE_FP8_E4M3, 16, 2, 8), 256 + 64);
+  EXPECT_EQ(kv::scale_offset_of(LOOM_DTYPE_FP8_E4M3, 16, 2, 8, 3, 1), 256 + (3 * 2 + 1) * 2);
+  EXPECT_EQ(kv::scale_offset_of(LOOM_DTYPE_I8, 16, 2, 8, 3, 1), 256 + 4);  // the block-head's, any slot
+  EXPECT_EQ(kv::scale_bytes_per_block(LOOM_DTYPE_FP8_E4M3, 16, 2, 8), 64);
+  EXPECT_EQ(kv::scale_bytes_per_block(LOOM_DTYPE_I8, 16, 2, 8), 8);
+  EXPECT_EQ(kv::scale_bytes_per_block(LOOM_DTYPE_F16, 16, 2, 8), 0);
+  EXPECT_EQ(kv::block_bytes(LOOM_DTYPE_FP8_E4M3, 3, 1, 5), 16 + 3 * 2);
+  EXPECT_EQ(kv::scale_bytes_per_token(LOOM_DTYPE_FP8_E4M3, 2), 4);
+  EXPECT_EQ(kv::scale_bytes_per_token(LOOM_DTYPE_I8, 2), 0);
   // 3 x 1 x 5 = 15 bytes of data pad to 16 so the scale is 4-byte aligned.
   EXPECT_EQ(kv::scales_offset(LOOM_DTYPE_I8, 3, 1, 5), 16);
   EXPECT_EQ(kv::block_bytes(LOOM_DTYPE_I8, 3, 1, 5), 20);
@@ -33,6 +43,14 @@ TEST(KvQuantLayout, BlockBytesAndScaleOffsets) {
   EXPECT_EQ(kv::dtype_from_name("q8_0"), LOOM_DTYPE_INVALID);
   EXPECT_EQ(KvPool::scale_bytes_per_block(3, 2, LOOM_DTYPE_I8), 2 * 3 * 2 * 4);
   EXPECT_EQ(KvPool::scale_bytes_per_block(3, 2, LOOM_DTYPE_F16), 0);
+  // fp8's scales are per token: counted in bytes_per_token, so the budget matches the blocks.
+  EXPECT_EQ(KvPool::scale_bytes_per_block(3, 2, LOOM_DTYPE_FP8_E4M3), 0);
+  EXPECT_EQ(KvPool::bytes_per_token(3, 2, 8, LOOM_DTYPE_FP8_E4M3), 2 * 3 * (2 * 8 + 2 * 2));
+  for (loom_dtype d : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_I8, LOOM_DTYPE_FP8_E4M3}) {
+    EXPECT_EQ(16 * KvPool::bytes_per_token(3, 2, 8, d) + KvPool::scale_bytes_per_block(3, 2, d),
+              2 * 3 * kv::block_bytes(d, 16, 2, 8))
+        << d;
+  }
 }
 
 TEST(KvQuantLayout, PoolViewsStrideWholeBlocks) {
@@ -156,39 +174,62 @@ TEST(KvQuantScheme, SlotZeroStartsTheBlockAfresh) {
   EXPECT_EQ(b.code(1, 0), 127);
 }
 
-TEST(KvQuantScheme, Fp8UsesTheE4m3RangeAndTheHeadsOwnScale) {
-  // 2 heads of head_dim 2, block_size 2: data 8 bytes, scales at 8 (head 0) and 12 (head 1).
+// f16 bits at `at`.
+uint16_t f16_bits(const std::vector<char>& block, size_t at) {
+  uint16_t h;
+  std::memcpy(&h, block.data() + at, 2);
+  return h;
+}
+
+TEST(KvQuantScheme, Fp8RowsHaveTheirOwnF16ScaleMappingAmaxOnto448) {
+  // 2 heads of head_dim 2, block_size 2: data 8 bytes, then f16 scales of (slot 0, head 0),
+  // (0, 1), (1, 0), (1, 1) at 8, 10, 12, 14.
   std::vector<char> block(16, 0);
   const float h0[2] = {4.48f, -1.0f}, h1[2] = {0.5f, 0.25f};
   kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, h0, 2, 2, 2);
   kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 1, h1, 2, 2, 2);
-  float s0, s1;
-  std::memcpy(&s0, block.data() + 8, 4);
-  std::memcpy(&s1, block.data() + 12, 4);
-  // Scales are the smallest powers of two >= amax / 448: 4.48 / 448 = 0.01 -> 2^-6,
-  // 0.5 / 448 = 0.00112 -> 2^-9.
-  EXPECT_EQ(s0, 0.015625f);
-  EXPECT_EQ(s1, 0.001953125f);
-  EXPECT_EQ(static_cast<uint8_t>(block[0]), 0x79);  // 4.48 / 2^-6 = 286.72 -> 288 = 1.125 * 2^8
-  EXPECT_EQ(static_cast<uint8_t>(block[1]), 0xe8);  // -1 / 2^-6 = -64 = -1.0 * 2^6
-  EXPECT_EQ(static_cast<uint8_t>(block[2]), 0x78);  // 0.5 / 2^-9 = 256 = 1.0 * 2^8
-  EXPECT_EQ(static_cast<uint8_t>(block[3]), 0x70);  // 0.25 / 2^-9 = 128 = 1.0 * 2^7
+  // 4.48 / 448 = 0.01 -> f16 2^-7 * (1 + 287/1024) = 0.0100021 (nearest, already >= 0.01).
+  EXPECT_EQ(f16_bits(block, 8), 0x211f);
+  // 0.5 / 448 = 2^-10 * 1.14286: the nearest f16 (mantissa 146) is below it, so one up (147).
+  EXPECT_EQ(f16_bits(block, 10), 0x1493);
+  EXPECT_EQ(f16_bits(block, 12), 0);  // slot 1 untouched
+  const float s0 = sdk::f16_to_f32(0x211f), s1 = sdk::f16_to_f32(0x1493);
+  EXPECT_EQ(static_cast<uint8_t>(block[0]), 0x7e);  // 4.48 / s0 = 447.9 -> 448, the top code
+  EXPECT_EQ(static_cast<uint8_t>(block[1]), 0xec);  // -1 / s0 = -99.98 -> -96 = -1.5 * 2^6 (step 8)
+  EXPECT_EQ(static_cast<uint8_t>(block[2]), 0x7e);  // 0.5 / s1 = 447.8 -> 448
+  EXPECT_EQ(static_cast<uint8_t>(block[3]), 0x76);  // 0.25 / s1 = 223.9 -> 224 = 1.75 * 2^7
   float out[2];
+  kv::read_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, out, 2, 2, 2);
+  EXPECT_EQ(out[0], 448.0f * s0);
+  EXPECT_EQ(out[1], -96.0f * s0);
   kv::read_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 1, out, 2, 2, 2);
-  EXPECT_EQ(out[0], 0.5f);
-  EXPECT_EQ(out[1], 0.25f);
+  EXPECT_EQ(out[0], 448.0f * s1);
+  EXPECT_EQ(out[1], 224.0f * s1);
+  EXPECT_NEAR(out[0], 0.5f, 0.5f * 0x1p-10f);  // the row's amax to the f16 scale's precision
 }
 
-TEST(KvQuantScheme, Fp8ScaleGrowthReencodesExactly) {
-  // One head, head_dim 2, block_size 2: row 0 is written under 2^-11, row 1 raises it to 2^-6.
+TEST(KvQuantScheme, Fp8RowsAreEncodedOnceFromTheOriginal) {
+  // One head, head_dim 2, block_size 2: a larger row 1 leaves row 0's codes and scale alone.
   std::vector<char> block(8, 0);
   const float r0[2] = {1.0f / 8.0f, 3.0f / 64.0f}, r1[2] = {4.0f, 1.0f};
   kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, r0, 2, 1, 2);
+  const std::vector<char> before(block.begin(), block.begin() + 2);
+  const uint16_t scale0 = f16_bits(block, 4);
   kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 1, 0, r1, 2, 1, 2);
+  EXPECT_EQ(std::vector<char>(block.begin(), block.begin() + 2), before);
+  EXPECT_EQ(f16_bits(block, 4), scale0);
+  EXPECT_NE(f16_bits(block, 6), scale0);
   float out[2];
+  kv::read_row(LOOM_DTYPE_FP8_E4M3, block.data(), 1, 0, out, 2, 1, 2);
+  EXPECT_NEAR(out[0], 4.0f, 4.0f * 0x1p-10f);
+  EXPECT_NEAR(out[1], 1.0f, 1.0f / 16.0f);  // E4M3: 3 mantissa bits
+  // An all-zero row: scale 0, codes 0, reads back 0.
+  const float zero[2] = {0.0f, -0.0f};
+  kv::write_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, zero, 2, 1, 2);
+  EXPECT_EQ(f16_bits(block, 4), 0);
   kv::read_row(LOOM_DTYPE_FP8_E4M3, block.data(), 0, 0, out, 2, 1, 2);
-  EXPECT_EQ(out[0], r0[0]);  // exact: representable before and after the shift
-  EXPECT_EQ(out[1], r0[1]);
+  EXPECT_EQ(out[0], 0.0f);
+  EXPECT_EQ(out[1], 0.0f);
 }
 
 TEST(KvQuantScheme, HalfTypesRoundEachElementOnce) {

@@ -179,7 +179,8 @@ TEST_F(FlashCpu, PortableAndSimdKernelsAgree) {
 }
 
 TEST_F(FlashCpu, EncodedKvPoolsAgreeAcrossKernelsAndStayNearF32) {
-  // head_dim 12 runs the F16C tail; 9 tokens over 5 blocks re-encode int8/fp8 block-heads.
+  // head_dim 12 runs the F16C tail; 9 tokens over 5 blocks re-encode int8 block-heads (fp8 rows
+  // carry their own scales).
   OneSeq base(8, 2, 12, 9);
   for (size_t i = 0; i < base.q.size(); ++i) base.q[i] = std::sin(0.37f * static_cast<float>(i));
   for (size_t i = 0; i < base.k.size(); ++i) base.k[i] = std::cos(0.11f * static_cast<float>(i)) * (0.5f + 0.1f * static_cast<float>(i % 13));

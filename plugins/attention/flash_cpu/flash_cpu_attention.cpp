@@ -5,8 +5,8 @@
 //   1. checks every shape, position, slot and block-table entry it will touch (so the parallel
 //      part cannot go out of bounds and never throws);
 //   2. writes this step's K/V rows into the pool at slot_mapping, exactly as `naive` does (an
-//      f16/bf16/int8/fp8_e4m3 pool gets them encoded, int8/fp8 with the per-block-per-head scale
-//      scheme of loom/sdk_kv_quant.hpp);
+//      f16/bf16/int8/fp8_e4m3 pool gets them encoded, with the scale schemes of
+//      loom/sdk_kv_quant.hpp: int8 per (block, head), fp8 per (token, head));
 //   3. splits the batch into work items (sequence, run of kv_heads, tile of that sequence's query
 //      tokens) — prefill chunks and decodes alike — and runs the tile kernel on each.
 //
@@ -296,8 +296,9 @@ class FlashCpuAttention {
     const int32_t group = args_.n_heads / args_.n_kv_heads;
     const auto n_items = static_cast<int64_t>(items_.size());
     const int64_t es = loom::sdk::kv::element_size(args_.kv_dtype);
-    // From a block's first row of head h to that block-head's scale (int8/fp8 pools).
+    // From a block's first row of head h to that head's (int8: block-head, fp8: first row's) scale.
     const int64_t scales_at = loom::sdk::kv::scales_offset(args_.kv_dtype, b.block_size, args_.n_kv_heads, args_.head_dim);
+    const int64_t scale_size = loom::sdk::kv::scale_size(args_.kv_dtype);
     std::atomic<int64_t> next{0};
     const int64_t workers = std::min<int64_t>(n_items, static_cast<int64_t>(scratch_.size()));
     host_.parallel_for(workers, [&](int64_t begin, int64_t end, int32_t thread) {
@@ -337,7 +338,9 @@ class FlashCpuAttention {
                              v_cache.strides[0],
                              v_cache.strides[1],
                              args_.kv_dtype,
-                             scales_at + it.kv_head * (4 - k_cache.strides[2] * es),
+                             scales_at + it.kv_head * (scale_size - k_cache.strides[2] * es),
+                             scale_size,
+                             loom::sdk::kv::scale_slot_stride(args_.kv_dtype, args_.n_kv_heads),
                              args_.block_size,
                              args_.head_dim,
                              args_.scale};

@@ -131,11 +131,13 @@ static_assert(kLanes == 16, "dot's fold is written for 16 lanes");
                                                    float* __restrict out) {
   const int32_t D = a.head_dim;
   const int64_t es = sdk::kv::element_size(a.kv_dtype);
-  float scale = 1.0f;
-  if (sdk::kv::has_scales(a.kv_dtype)) std::memcpy(&scale, head + a.scale_offset, sizeof(float));
   const float* fp8 = a.kv_dtype == LOOM_DTYPE_FP8_E4M3 ? sdk::kv::fp8_e4m3_table().data() : nullptr;
   for (int32_t r = 0; r < n; ++r) {
     const char* row = head + r * row_stride * es;
+    // int8: the block-head's scale (slot stride 0); fp8: this row's.
+    const float scale = sdk::kv::has_scales(a.kv_dtype)
+                            ? sdk::kv::load_scale(a.kv_dtype, head + a.scale_offset + r * a.scale_slot_stride)
+                            : 1.0f;
     float* __restrict o = out + static_cast<int64_t>(r) * D;
     switch (a.kv_dtype) {
       case LOOM_DTYPE_F16: {
@@ -236,9 +238,9 @@ void tile_portable(const TileArgs& a, TileScratch& s) {
     one.k_head = static_cast<const char*>(a.k_head) + h * a.k_head_stride * es;
     one.v_head = static_cast<const char*>(a.v_head) + h * a.v_head_stride * es;
     one.kv_heads = 1;
-    // Scales: one float per head after the block's data, so this head's is 4 bytes further on,
-    // from a head pointer head_stride elements further on.
-    one.scale_offset = a.scale_offset + h * (4 - a.k_head_stride * es);
+    // Scales: after the block's data, this head's scale_head_stride bytes further on, from a head
+    // pointer head_stride elements further on.
+    one.scale_offset = a.scale_offset + h * (a.scale_head_stride - a.k_head_stride * es);
     tile_one_head(one, s);
   }
 }

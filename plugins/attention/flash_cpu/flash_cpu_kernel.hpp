@@ -45,6 +45,9 @@ struct TileArgs {
   int64_t v_block_stride, v_row_stride;
   loom_dtype kv_dtype;         // f32, f16, bf16, i8 or fp8_e4m3
   int64_t scale_offset;        // int8/fp8: bytes from a block's first row of the first head to its scale
+                               // (fp8: the scale of that row; loom/sdk_kv_quant.hpp)
+  int64_t scale_head_stride;   // int8/fp8: bytes between the scales of consecutive KV heads
+  int64_t scale_slot_stride;   // bytes between the scales of consecutive slots (fp8); 0 for int8
   int32_t block_size;
   int32_t head_dim;  // a multiple of 4
   float scale;
@@ -58,6 +61,8 @@ struct TileScratch {
   std::vector<float> scores;  // [block_size rounded up to 8] one row's scores, then weights, in one block
   std::vector<float> k_block;  // [block_size, head_dim] dequantised K of one block-head (portable, non-f32 pools)
   std::vector<float> v_block;  // [block_size, head_dim] dequantised V
+  std::vector<float> k_row_scales;  // [block_size rounded up to 8] fp8: one block-head's K row scales (AVX2)
+  std::vector<float> v_row_scales;  // [block_size rounded up to 8] fp8: its V row scales
 };
 
 using TileKernel = void (*)(const TileArgs& args, TileScratch& scratch);

@@ -3,8 +3,9 @@
 //   * every KV dtype is converted in registers where it is used — f16 by F16C, bf16 by a shift,
 //     int8 by sign extension, fp8_e4m3 by a gather from its 256-entry table — so an encoded pool
 //     is read straight from memory at its own width, with no f32 staging pass;
-//   * int8/fp8 block-head scales are applied once per score (K) and once per weight (V), not per
-//     element;
+//   * int8 block-head scales and fp8 row (token, head) scales are applied once per score (K) and
+//     once per weight (V), not per element; a block-head's fp8 row scales are widened from f16
+//     once per block for all rows of the tile;
 //   * softmax exps are evaluated 8 scores at a time (exp8 below) instead of by scalar expf;
 //   * the next KV block of the head is prefetched while the current one is folded, because the
 //     rows of one head are KVH * head_dim elements apart and a paged table jumps between blocks,
@@ -118,7 +119,8 @@ inline __m256 load4(const char* row, int32_t d, const float* fp8) {
 struct BlockRows {
   const char* base;
   int64_t row_bytes;
-  float scale;  // int8/fp8 block-head scale, 1 otherwise
+  float scale;  // int8 block-head scale, 1 otherwise
+  const float* row_scales;  // fp8: [n rounded up to 8] each row's scale (finite past n); else unused
   const char* row(int32_t j) const { return base + j * row_bytes; }
 };
 
@@ -165,6 +167,7 @@ inline void fold_block(const float* q, const BlockRows& k, const BlockRows& v, i
                        const float* fp8, float& m, float& l, float* acc, float* scores) {
   block_scores<kDtype>(q, k, n, D, fp8, scores);
   const __m256 score_scale = _mm256_set1_ps(scale * k.scale);
+  constexpr bool kRowScales = kDtype == LOOM_DTYPE_FP8_E4M3;
   const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   __m256 vmax = neg_inf;
@@ -172,7 +175,9 @@ inline void fold_block(const float* q, const BlockRows& k, const BlockRows& v, i
     // Lanes past n hold stale values: masked to -inf, so their weight is exp(-inf) = 0.
     const __m256 live = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j))),
                                       _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ);
-    const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(scores + j), score_scale), live);
+    __m256 ss = score_scale;
+    if constexpr (kRowScales) ss = _mm256_mul_ps(ss, _mm256_loadu_ps(k.row_scales + j));
+    const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(scores + j), ss), live);
     _mm256_storeu_ps(scores + j, s);
     vmax = _mm256_max_ps(vmax, s);
   }
@@ -185,7 +190,9 @@ inline void fold_block(const float* q, const BlockRows& k, const BlockRows& v, i
   for (int32_t j = 0; j < n; j += 8) {
     const __m256 p = exp8(_mm256_sub_ps(_mm256_loadu_ps(scores + j), vm));
     vsum = _mm256_add_ps(vsum, p);
-    _mm256_storeu_ps(scores + j, _mm256_mul_ps(p, v_scale));  // V's scale folded into the weight
+    __m256 w = _mm256_mul_ps(p, v_scale);  // V's scale folded into the weight
+    if constexpr (kRowScales) w = _mm256_mul_ps(w, _mm256_loadu_ps(v.row_scales + j));
+    _mm256_storeu_ps(scores + j, w);
   }
   l = l * alpha + hsum(vsum);
   m = m_new;
@@ -245,6 +252,11 @@ void tile(const TileArgs& a, TileScratch& s) {
   s.l.assign(static_cast<size_t>(R), 0.0f);
   const size_t padded = (static_cast<size_t>(bs) + 7) / 8 * 8;
   if (s.scores.size() < padded) s.scores.resize(padded);
+  constexpr bool kRowScales = kDtype == LOOM_DTYPE_FP8_E4M3;
+  if (kRowScales && s.k_row_scales.size() < padded) {
+    s.k_row_scales.assign(padded, 1.0f);  // lanes past a block's rows stay finite (masked, times weight 0)
+    s.v_row_scales.assign(padded, 1.0f);
+  }
   const int64_t es = sdk::kv::element_size(a.kv_dtype);
   const int64_t k_stride = a.k_row_stride * es, v_stride = a.v_row_stride * es;
   const int64_t k_head_bytes = a.k_head_stride * es, v_head_bytes = a.v_head_stride * es;
@@ -257,12 +269,19 @@ void tile(const TileArgs& a, TileScratch& s) {
   const char* v_head = static_cast<const char*>(a.v_head);
   auto k_block = [&](int32_t b) { return k_head + a.block_table[b] * a.k_block_stride * es; };
   auto v_block = [&](int32_t b) { return v_head + a.block_table[b] * a.v_block_stride * es; };
-  // Scales: one float per head after the block's data (loom/sdk_kv_quant.hpp).
+  // Scales after the block's data (loom/sdk_kv_quant.hpp): int8 one f32 per head, fp8 one f16
+  // per (slot, head), gathered per block-head into an f32 array once for all rows of the tile.
   auto block_scale = [&](const char* block, int32_t h) {
     float f = 1.0f;
-    if constexpr (kDtype == LOOM_DTYPE_I8 || kDtype == LOOM_DTYPE_FP8_E4M3)
-      std::memcpy(&f, block + a.scale_offset + 4 * h, sizeof(f));
+    if constexpr (kDtype == LOOM_DTYPE_I8) std::memcpy(&f, block + a.scale_offset + 4 * h, sizeof(f));
     return f;
+  };
+  auto row_scales = [&](const char* block, int32_t h, int32_t n, std::vector<float>& out) -> const float* {
+    if constexpr (!kRowScales) return nullptr;
+    const char* at = block + a.scale_offset + h * a.scale_head_stride;
+    for (int32_t j = 0; j < n; ++j)
+      out[static_cast<size_t>(j)] = sdk::kv::load_scale(kDtype, at + j * a.scale_slot_stride);
+    return out.data();
   };
   auto live_rows = [&](int32_t b) { return std::min(bs, max_pos - b * bs + 1); };
   // Block-heads are folded in the order u = block * H + head; unit u + kAhead is prefetched
@@ -285,8 +304,9 @@ void tile(const TileArgs& a, TileScratch& s) {
     const int32_t first = b * bs;
     for (int32_t h = 0; h < H; ++h) {
       prefetch_unit(b * H + h + kAhead);
-      const BlockRows k{kb + h * k_head_bytes, k_stride, block_scale(kb, h)};
-      const BlockRows v{vb + h * v_head_bytes, v_stride, block_scale(vb, h)};
+      const int32_t live = live_rows(b);
+      const BlockRows k{kb + h * k_head_bytes, k_stride, block_scale(kb, h), row_scales(kb, h, live, s.k_row_scales)};
+      const BlockRows v{vb + h * v_head_bytes, v_stride, block_scale(vb, h), row_scales(vb, h, live, s.v_row_scales)};
       for (int32_t r = h * per_head; r < (h + 1) * per_head; ++r) {
         // Causal mask by position: keys first .. row_pos[r] of this block.
         const int32_t n = std::min(bs, a.row_pos[r] - first + 1);
