@@ -7,6 +7,7 @@
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
 #include "core/executor/kernels/cpu/add.hpp"
+#include "core/executor/kernels/cpu/add_rmsnorm.hpp"
 #include "core/executor/kernels/cpu/embedding.hpp"
 #include "core/executor/kernels/cpu/rmsnorm.hpp"
 #include "core/executor/kernels/cpu/silu_mul.hpp"
@@ -243,8 +244,9 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
 
   for (int32_t l = 0; l < hp_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
-    // Attention sublayer: x += Wo · attn(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)).
-    cpu::rmsnorm(x, dim, L.attn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
+    // Attention sublayer: x += Wo · attn(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)). After the first
+    // layer, xn = n(x) was made by the previous layer's fused residual add.
+    if (l == 0) cpu::rmsnorm(x, dim, L.attn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
     linear(L.wq, xn, T, dim, q, H * D);
     linear(L.wk, xn, T, dim, k, KVH * D);
     linear(L.wv, xn, T, dim, v, KVH * D);
@@ -264,15 +266,18 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
     const loom_status s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
     if (s != LOOM_OK) throw Error("attention plugin forward failed at layer " + std::to_string(l) + ": " + err.str(), s);
     linear(L.wo, att, T, H * D, proj, dim);
-    cpu::add_inplace(x, proj, T * dim, pool);
 
-    // MLP sublayer (SwiGLU): x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)).
-    cpu::rmsnorm(x, dim, L.ffn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
+    // MLP sublayer (SwiGLU): x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)), n(x) fused with the add.
+    cpu::add_rmsnorm(x, proj, L.ffn_norm.data(), xn, T, dim, hp_.rms_eps, pool);
     linear(L.w_gate, xn, T, dim, gate, ff);
     linear(L.w_up, xn, T, dim, up, ff);
     cpu::silu_mul(gate, up, gate, T * ff, pool);
     linear(L.w_down, gate, T, ff, proj, dim);
-    cpu::add_inplace(x, proj, T * dim, pool);
+    if (l + 1 < hp_.n_layers) {
+      cpu::add_rmsnorm(x, proj, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), xn, T, dim, hp_.rms_eps, pool);
+    } else {
+      cpu::add_inplace(x, proj, T * dim, pool);  // the final norm runs on the sampled rows only
+    }
   }
 
   if (n_logits == 0) return;

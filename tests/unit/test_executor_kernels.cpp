@@ -11,6 +11,7 @@
 #include "core/common/half.hpp"
 #include "core/common/thread_pool.hpp"
 #include "core/executor/kernels/cpu/add.hpp"
+#include "core/executor/kernels/cpu/add_rmsnorm.hpp"
 #include "core/executor/kernels/cpu/embedding.hpp"
 #include "core/executor/kernels/cpu/rmsnorm.hpp"
 #include "core/executor/kernels/cpu/rope.hpp"
@@ -123,6 +124,28 @@ TEST(Add, AddsInPlace) {
   const auto x0 = x;
   cpu::add_inplace(x.data(), y.data(), static_cast<int64_t>(n), &pool);
   for (size_t i = 0; i < n; ++i) ASSERT_EQ(x[i], x0[i] + y[i]);
+}
+
+TEST(AddRmsNorm, GivesTheBitsOfAddThenRmsNorm) {
+  ThreadPool pool(2);
+  const int64_t rows = 29, dim = 2048;  // parallel
+  const auto x0 = random_vec(static_cast<size_t>(rows * dim), 8, 4.0f);
+  const auto delta = random_vec(x0.size(), 9, 2.0f);
+  const auto w = random_vec(static_cast<size_t>(dim), 10);
+  std::vector<float> x_ref = x0, y_ref(x0.size()), x = x0, y(x0.size());
+  cpu::add_inplace(x_ref.data(), delta.data(), rows * dim, &pool);
+  cpu::rmsnorm(x_ref.data(), dim, w.data(), y_ref.data(), dim, rows, dim, 1e-5f, &pool);
+  cpu::add_rmsnorm(x.data(), delta.data(), w.data(), y.data(), rows, dim, 1e-5f, &pool);
+  EXPECT_EQ(std::memcmp(x.data(), x_ref.data(), sizeof(float) * x.size()), 0);
+  EXPECT_EQ(std::memcmp(y.data(), y_ref.data(), sizeof(float) * y.size()), 0);
+  // A hand case: x = [1, 2] + [2, 2] = [3, 4], rms = sqrt(12.5), weight [1, 2].
+  std::vector<float> hx = {1, 2}, hy(2);
+  const std::vector<float> hd = {2, 2}, hw = {1, 2};
+  cpu::add_rmsnorm(hx.data(), hd.data(), hw.data(), hy.data(), 1, 2, 0.0f, nullptr);
+  EXPECT_EQ(hx, (std::vector<float>{3, 4}));
+  const float s = static_cast<float>(1.0 / std::sqrt(12.5));
+  EXPECT_EQ(hy[0], 1 * (s * 3));
+  EXPECT_EQ(hy[1], 2 * (s * 4));
 }
 
 loom_tensor_view table_view(void* data, loom_dtype dtype, int64_t vocab, int64_t dim) {
