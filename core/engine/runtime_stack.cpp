@@ -8,6 +8,7 @@
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/engine/kv_block_copy.hpp"
+#include "core/executor/prequantized_format.hpp"
 #include "loom/attention.h"
 #include "loom/cache.h"
 #include "loom/cache_offload.h"
@@ -122,6 +123,7 @@ RuntimeStack::RuntimeStack(const Config& config)
                 vt.fork != nullptr && vt.take_block_copies != nullptr;
   }
 
+  if (const GgufFile* gguf = model->gguf()) check_prequantized_plugin(*gguf, config.quantization.plugin);
   forward_ = refusing_kv_dtype([&] {
     return create_forward_plugins(*host_, spec_of(LOOM_KIND_ATTENTION, config.attention),
                                   spec_of(LOOM_KIND_QUANTIZATION, config.quantization), hparams, kv_dtype,

@@ -1,6 +1,7 @@
 #include "tools/convert/convert_args.hpp"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "tools/convert/weight_quantizer.hpp"
 
@@ -53,6 +54,9 @@ Usage:
       Rewrite a GGUF with its f32/f16/bf16 matrices quantized (metadata and other tensors
       copied). See --quantize.
 
+  loom-convert --input IN.gguf --quantize int4 [--group-size 32|64|128] [--no-zero-point] -o OUT.gguf
+      Pre-quantize for Loom's int4 plugin (likewise int8, fp8 without the int4 options).
+
 Options:
   -o, --output PATH    output file (written as PATH.tmp, then renamed)
   --name NAME          general.name (default "llama" for --llama2c, the preset name or
@@ -72,7 +76,26 @@ Options:
                        format (norms stay f32). With q4_0/q4_k the output head is q6_K, as in
                        llama.cpp; a matrix whose rows are not whole blocks falls back (q4_k ->
                        q4_0, q6_k -> q8_0, else left unquantized) with a note on stderr.
+                       int8 | int4 | fp8: write the per-layer matrices pre-quantized, bit for
+                       bit as Loom's quantization plugin of that name quantizes them at load
+                       (serve the file with that plugin): int8 I8 [out, in] + N.scale (one f32
+                       per output channel); fp8 E4M3 bytes as I8 [out, in] + N.scale; int4
+                       packed nibbles I32 [out, in/8] + N.scale [out, groups] + N.zero
+                       [out, groups]. token_embd, the output head and norms keep their dtype;
+                       metadata loom.quantization.format (and .group_size, .zero_point) says
+                       which; general.file_type stays the source's.
                        --llama2c/--random write --dtype first, to OUT.gguf.unquantized.tmp.
+  --group-size N       int4: 32 | 64 | 128 input channels per scale (default 128; the last
+                       group of a row is short when N does not divide it), as the int4
+                       plugin's "group_size"
+  --no-zero-point      int4: symmetric groups without zero points (no N.zero), as the int4
+                       plugin's "zero_point": false
+  --smoothquant TXT    int8: SmoothQuant. Runs the float model over the text file TXT (its
+                       tokenizer, chunks of up to 256 tokens) recording max |x_j| of every
+                       matrix input channel j, then stores W diag(s) quantized and N.smooth =
+                       s, s_j = max|x_j|^A / max|W[:, j]|^(1 - A); the int8 plugin divides
+                       activations by s (as its w8a8 calibration does).
+  --alpha A            SmoothQuant migration strength in [0, 1] (default 0.5)
   --input IN.gguf      the model to quantize (needs --quantize)
   -h, --help           this text
 
@@ -82,7 +105,7 @@ Exit status: 0 done, 1 the conversion failed, 2 bad arguments.
 
 Args parse_args(const std::vector<std::string>& argv) {
   Args a;
-  bool llama2c = false, random = false, help = false;
+  bool llama2c = false, random = false, help = false, int4_options = false, alpha_given = false;
   auto value = [&](size_t& i) -> const std::string& {
     if (i + 1 >= argv.size()) throw UsageError(argv[i] + " needs a value");
     return argv[++i];
@@ -119,8 +142,25 @@ Args parse_args(const std::vector<std::string>& argv) {
       a.tied = true;
     } else if (f == "--quantize") {
       a.quantize = value(i);
-      if (find_weight_quantizer(a.quantize) == nullptr)
+      if (find_weight_quantizer(a.quantize) == nullptr && !is_loom_quant_format(a.quantize))
         throw UsageError("--quantize '" + a.quantize + "' is not one of " + weight_quantizer_names());
+    } else if (f == "--group-size") {
+      a.group_size = parse_number<int64_t>(f, value(i));
+      if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
+        throw UsageError("--group-size must be 32, 64 or 128, got " + std::to_string(a.group_size));
+      int4_options = true;
+    } else if (f == "--no-zero-point") {
+      a.zero_point = false;
+      int4_options = true;
+    } else if (f == "--smoothquant") {
+      a.smoothquant = value(i);
+    } else if (f == "--alpha") {
+      const std::string& v = value(i);
+      char* end = nullptr;
+      a.alpha = std::strtof(v.c_str(), &end);
+      if (v.empty() || end != v.c_str() + v.size() || !(a.alpha >= 0.0f && a.alpha <= 1.0f))
+        throw UsageError("--alpha '" + v + "' is not a number in [0, 1]");
+      alpha_given = true;
     } else if (f == "--hf") {
       a.hf_dir = value(i);
     } else if (f == "--input") {
@@ -130,6 +170,9 @@ Args parse_args(const std::vector<std::string>& argv) {
     }
   }
   if (help) return a;
+  if (int4_options && a.quantize != "int4") throw UsageError("--group-size and --no-zero-point need --quantize int4");
+  if (!a.smoothquant.empty() && a.quantize != "int8") throw UsageError("--smoothquant needs --quantize int8");
+  if (alpha_given && a.smoothquant.empty()) throw UsageError("--alpha needs --smoothquant CALIB.txt");
   const bool input = !a.input.empty(), hf = !a.hf_dir.empty();
   if (int{llama2c} + int{random} + int{input} + int{hf} != 1)
     throw UsageError("give exactly one of --llama2c MODEL.bin, --random, --input IN.gguf or --hf DIR");
@@ -142,7 +185,7 @@ Args parse_args(const std::vector<std::string>& argv) {
     a.mode = Mode::kInput;
     if (a.quantize.empty()) throw UsageError("--input needs --quantize FORMAT");
     if (a.dtype || !a.tokenizer.empty() || !a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied)
-      throw UsageError("--input only takes --quantize and -o");
+      throw UsageError("--input only takes --quantize (with --group-size, --no-zero-point, --smoothquant, --alpha) and -o");
   } else if (llama2c) {
     a.mode = Mode::kLlama2c;
     if (a.tokenizer.empty()) throw UsageError("--llama2c needs --tokenizer TOK.bin");

@@ -35,6 +35,12 @@ struct Args {
   // --quantize NAME (weight_quantizer.hpp; empty: matrices keep --dtype); --input IN.gguf
   std::string quantize;
   std::string input;
+  // --group-size N, --no-zero-point: --quantize int4 only (loom_quantized.hpp)
+  int64_t group_size = 128;
+  bool zero_point = true;
+  // --smoothquant CALIB.txt [--alpha A]: --quantize int8 only (smoothquant_calibration.hpp)
+  std::string smoothquant;
+  float alpha = 0.5f;
   // --hf DIR: a Hugging Face model directory (hf_convert.hpp)
   std::string hf_dir;
 };

@@ -3,6 +3,8 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -13,6 +15,8 @@
 #include "core/model/model_presets.hpp"
 #include "tools/convert/convert_args.hpp"
 #include "tools/convert/hf_convert.hpp"
+#include "tools/convert/loom_quantized.hpp"
+#include "tools/convert/smoothquant_calibration.hpp"
 #include "tools/convert/weight_quantizer.hpp"
 
 namespace {
@@ -33,18 +37,39 @@ loom::GgufMetadata load_tokenizer_metadata(const std::string& path) {
   return loom::tokenizer_metadata(loom::Llama2cTokenizer::read(path));
 }
 
-// Writes `in` with its matrices quantized (weight_quantizer.hpp) to `out`.
-void quantize_file(const std::string& in, const std::string& quantize, const std::string& out) {
+// --smoothquant: the activation maxima of the float model `file` over the text file `path`.
+loom::convert::ActivationMaxima calibrate(const loom::GgufFile& file, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw loom::Error("--smoothquant: cannot read " + path);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<int32_t> tokens = loom::convert::calibration_tokens(file, text);
+  loom::convert::ActivationMaxima m = loom::convert::collect_activation_maxima(file, tokens);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "loom-convert: SmoothQuant calibration over %zu tokens of %s in %.1f s\n", tokens.size(),
+               path.c_str(), secs);
+  return m;
+}
+
+// Writes `in` with its matrices quantized (weight_quantizer.hpp, or loom_quantized.hpp for
+// int8/int4/fp8) to `out`.
+void quantize_file(const std::string& in, const Args& a, const std::string& out) {
   const loom::GgufFile file = loom::GgufFile::open(in);
-  const loom::convert::WeightQuantizer& q = *loom::convert::find_weight_quantizer(quantize);
   std::vector<std::string> notes;
   const auto t0 = std::chrono::steady_clock::now();
-  const loom::GgufWriter w = loom::convert::quantize_gguf(file, q, &notes);
+  loom::convert::ActivationMaxima maxima;
+  if (!a.smoothquant.empty()) maxima = calibrate(file, a.smoothquant);
+  const loom::convert::LoomQuantOptions lo{a.quantize, a.group_size, a.zero_point,
+                                           a.smoothquant.empty() ? nullptr : &maxima, a.alpha};
+  const loom::GgufWriter w =
+      loom::convert::is_loom_quant_format(a.quantize)
+          ? loom::convert::loom_quantize_gguf(file, lo, &notes)
+          : loom::convert::quantize_gguf(file, *loom::convert::find_weight_quantizer(a.quantize), &notes);
   for (const std::string& n : notes) std::fprintf(stderr, "loom-convert: note: %s\n", n.c_str());
   w.write(out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, matrices %s) in %.1f s\n", out.c_str(), w.tensor_count(),
-               q.name.c_str(), secs);
+               a.quantize.c_str(), secs);
 }
 
 // --quantize with --llama2c/--random: the unquantized model goes to a temporary file first.
@@ -54,7 +79,7 @@ void finish_quantize(const Args& a) {
   if (a.quantize.empty()) return;
   const std::string staged = stage_output(a);
   try {
-    quantize_file(staged, a.quantize, a.output);
+    quantize_file(staged, a, a.output);
   } catch (...) {
     std::filesystem::remove(staged);
     throw;
@@ -128,7 +153,7 @@ int main(int argc, char** argv) {
       case loom::convert::Mode::kHelp: std::fputs(loom::convert::usage_text(), stdout); return 0;
       case loom::convert::Mode::kLlama2c: run_llama2c(args); return 0;
       case loom::convert::Mode::kRandom: run_random(args); return 0;
-      case loom::convert::Mode::kInput: quantize_file(args.input, args.quantize, args.output); return 0;
+      case loom::convert::Mode::kInput: quantize_file(args.input, args, args.output); return 0;
       case loom::convert::Mode::kHf: run_hf(args); return 0;
     }
   } catch (const loom::Error& e) {

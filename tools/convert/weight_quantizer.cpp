@@ -50,9 +50,20 @@ const WeightQuantizer* find_weight_quantizer(const std::string& name) {
   return nullptr;
 }
 
+const std::vector<std::string>& loom_quant_formats() {
+  static const std::vector<std::string> kAll = {"int8", "int4", "fp8"};
+  return kAll;
+}
+
+bool is_loom_quant_format(const std::string& name) {
+  const auto& all = loom_quant_formats();
+  return std::find(all.begin(), all.end(), name) != all.end();
+}
+
 std::string weight_quantizer_names() {
   std::string s;
   for (const WeightQuantizer& q : weight_quantizers()) s += (s.empty() ? "" : ", ") + q.name;
+  for (const std::string& n : loom_quant_formats()) s += ", " + n;
   return s;
 }
 

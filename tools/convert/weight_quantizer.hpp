@@ -1,7 +1,7 @@
 // loom-convert --quantize: the weight formats a converted file's matrices can be written in, and
 // the rewrite of a GGUF with its f32/f16/bf16 matrices quantized.
 //
-// A format is one registry entry {name, output dtype, block geometry, quantize-rows function};
+// A GGUF block format is one registry entry {name, output dtype, block geometry, quantize-rows function};
 // adding a format (int8, int4, fp8, ...) is adding an entry in weight_quantizer.cpp.
 //
 // Which tensors are quantized (as llama.cpp's llama-quantize does):
@@ -40,7 +40,11 @@ struct WeightQuantizer {
 const std::vector<WeightQuantizer>& weight_quantizers();
 // The entry named `name`, or nullptr.
 const WeightQuantizer* find_weight_quantizer(const std::string& name);
-// "q8_0, q4_0, ..." for messages.
+// The --quantize values written in Loom's own pre-quantized layout instead of a GGUF block
+// type: "int8", "int4", "fp8" (loom_quantized.hpp writes them).
+const std::vector<std::string>& loom_quant_formats();
+bool is_loom_quant_format(const std::string& name);
+// "q8_0, q4_0, ..., int8, int4, fp8": every --quantize value, for messages.
 std::string weight_quantizer_names();
 
 // The dtype one tensor is written in (source dtype = kept), and why when it is not `q`'s.

@@ -67,6 +67,8 @@ inline std::string dtype_label(loom_dtype t) {
       return "q6_K";
     case LOOM_DTYPE_I8:
       return "i8";
+    case LOOM_DTYPE_I32:
+      return "i32";
     case LOOM_DTYPE_U8:
       return "u8";
     case LOOM_DTYPE_FP8_E4M3:

@@ -2,12 +2,18 @@
 // load from f32, f16 or bf16 storage; y = x (scale * W8)^T with E4M3 converted in registers for
 // a few input rows, into an L2 tile for many (../common/dequant_gemm.hpp): batch-invariant bit
 // for bit. Keys: simd ("auto"/"portable"). (The CUDA path comes with the CUDA work.)
+// Pre-quantized weights (`loom-convert --quantize fp8`): a matrix N stored as I8 [out, in] holding
+// the E4M3 codes, with its companion N.scale F32 [out] (looked up through
+// loom_weight_info::find_tensor), is the codes and scales this plugin computes at load from the
+// float weights, bit for bit, so serving the converted file gives the float file's logits.
 #include <boost/dll/alias.hpp>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "../common/dequant_gemm.hpp"
+#include "../common/prequantized.hpp"
 #include "../common/quant_plugin.hpp"
 #include "fp8_format.hpp"
 
@@ -37,7 +43,19 @@ class Fp8Quantization {
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
+  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
+    *ok = loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I8 ? 1 : 0;
+    if (*ok == 0)
+      loom::sdk::write_error(err, loom_quant::refusal(kName, dtype) + "; i8 E4M3 codes are, as written by loom-convert --quantize fp8");
+  }
+
+  void* prepare(const loom_tensor_view* view, const loom_weight_info* info) const {
+    if (view != nullptr && view->dtype == LOOM_DTYPE_I8) return prepare_prequantized(view, info);
+    return prepare(view);
+  }
+
   void* prepare(const loom_tensor_view* view) const {
+    if (view != nullptr && view->dtype == LOOM_DTYPE_I8) return prepare_prequantized(view, nullptr);
     const loom_quant::StoredWeight src = loom_quant::check_weight(kName, view);
     auto w = std::make_unique<Fp8Weight>();
     w->out = src.out;
@@ -64,6 +82,24 @@ class Fp8Quantization {
   static void release(void* handle) { delete static_cast<Fp8Weight*>(handle); }
 
  private:
+  // I8 [out, in] E4M3 codes + N.scale F32 [out], as loom-convert --quantize fp8 writes them.
+  void* prepare_prequantized(const loom_tensor_view* view, const loom_weight_info* info) const {
+    loom_quant::check_prequantized(kName, view, info, LOOM_DTYPE_I8, info != nullptr ? info->in_features : 0);
+    const loom_tensor_view sv = loom_quant::find_companion(kName, info, ".scale", LOOM_DTYPE_F32, {info->out_features});
+    auto w = std::make_unique<Fp8Weight>();
+    w->out = info->out_features;
+    w->in = info->in_features;
+    const auto* codes = static_cast<const uint8_t*>(view->data);
+    w->q.assign(codes, codes + w->out * w->in);
+    const auto* scale = static_cast<const float*>(sv.data);
+    w->scale.assign(scale, scale + w->out);
+    for (int64_t o = 0; o < w->out; ++o)
+      if (!(std::isfinite(w->scale[static_cast<size_t>(o)]) && w->scale[static_cast<size_t>(o)] >= 0))
+        throw loom_quant::Error(LOOM_ERR_INVALID_ARGUMENT, std::string("quantization fp8: ") + info->name + ".scale[" +
+                                                               std::to_string(o) + "] is not a finite non-negative scale");
+    return w.release();
+  }
+
   loom::sdk::Host host_;
   loom_quant::DequantKernels<Fp8Weight> kernels_;
   std::vector<std::vector<float>> tiles_;  // per thread: one dequantized tile
@@ -79,7 +115,7 @@ const loom_plugin_desc kDesc = {
     LOOM_QUANTIZATION_IFACE_MINOR,
     "fp8",
     "0.1.0",
-    "FP8 E4M3 weights with per-output-channel scales, quantized at load; converted in registers (AVX2)",
+    "FP8 E4M3 weights with per-output-channel scales, quantized at load or read pre-quantized (loom-convert); converted in registers (AVX2)",
     nullptr,
     &Abi::validate,
     &Abi::create,

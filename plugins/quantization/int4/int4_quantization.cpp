@@ -1,8 +1,17 @@
 // quantization/int4: group-wise INT4 weights (int4_format.hpp), quantized at load from f32, f16
-// or bf16 storage; y = x W^T with the weights dequantized in registers for a few input rows, into
-// an L2 tile for many (../common/dequant_gemm.hpp): batch-invariant bit for bit.
+// or bf16 storage, or read pre-quantized from a GGUF written by loom-convert --quantize int4 (I32
+// words with .scale/.zero companions, int4_prequantized.hpp); y = x W^T with the weights
+// dequantized in registers for a few input rows, into an L2 tile for many
+// (../common/dequant_gemm.hpp): batch-invariant bit for bit.
+// The output head (LOOM_WEIGHT_OUTPUT: the classifier, token_embd.weight when tied) stays in its
+// stored float form, as GPTQ and AWQ leave lm_head unquantized: its error reaches the logits
+// directly (on the demo model a 4-bit head alone costs several percent of perplexity). A head
+// stored pre-quantized is used as stored.
 // Keys: group_size (32, 64 or 128; default 128), zero_point (true: asymmetric with per-group zero
-// points as AWQ/GPTQ, the default; false: symmetric), simd ("auto"/"portable").
+// points as AWQ/GPTQ, the default; false: symmetric), scale_search (true, the default: the
+// per-group scale/zero-point search of int4_format.hpp at load; false: plain min/max scales),
+// quantize_output (false, the default; true: the output head in INT4 too, 4 bits like the rest),
+// simd ("auto"/"portable"). A pre-quantized weight is used as stored, whatever these say.
 #include <boost/dll/alias.hpp>
 #include <memory>
 #include <string>
@@ -11,38 +20,57 @@
 #include "../common/dequant_gemm.hpp"
 #include "../common/quant_plugin.hpp"
 #include "int4_format.hpp"
+#include "int4_prequantized.hpp"
 
 namespace loom_int4 {
 namespace {
+
+// A prepared weight: INT4, or (the output head) the stored float rows, read as they are.
+struct Prepared {
+  bool is_float = false;
+  Int4Weight int4;
+  loom_quant::StoredWeight stored{};  // is_float: points into the model file
+};
+
+// dst[j * in + k] = stored row o0 + j widened to f32: the float head's "dequantization".
+void dequant_stored(const loom_quant::StoredWeight& w, int64_t o0, int64_t n_rows, float* dst) {
+  for (int64_t j = 0; j < n_rows; ++j) loom_quant::read_row(w, o0 + j, dst + j * w.in);
+}
 
 class Int4Quantization {
  public:
   static constexpr const char* kName = "int4";
   struct Options {
     bool simd = true;
-    int64_t group = 128;
-    bool zero_point = true;
+    RowQuant rows;
+    bool quantize_output = false;
   };
 
   static Options parse(const char* config_json) {
     Options o;
+    auto read_bool = [](const nlohmann::json& v, const char* key, bool& dst, auto&& problem) {
+      if (v.is_boolean())
+        dst = v.get<bool>();
+      else
+        problem(std::string("\"") + key + "\" must be true or false, got " + v.dump());
+    };
     loom_quant::parse_config(kName, config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
       if (key == "simd") {
         o.simd = loom_quant::read_simd(v, o.simd, problem);
       } else if (key == "group_size") {
-        if (v.is_number_integer() && (v == 32 || v == 64 || v == 128)) {
-          o.group = v.get<int64_t>();
-        } else {
+        if (v.is_number_integer() && valid_group(v.get<int64_t>()))
+          o.rows.group = v.get<int64_t>();
+        else
           problem("\"group_size\" must be 32, 64 or 128, got " + v.dump());
-        }
       } else if (key == "zero_point") {
-        if (v.is_boolean()) {
-          o.zero_point = v.get<bool>();
-        } else {
-          problem("\"zero_point\" must be true or false, got " + v.dump());
-        }
+        read_bool(v, "zero_point", o.rows.zero_point, problem);
+      } else if (key == "scale_search") {
+        read_bool(v, "scale_search", o.rows.scale_search, problem);
+      } else if (key == "quantize_output") {
+        read_bool(v, "quantize_output", o.quantize_output, problem);
       } else {
-        problem("unknown key \"" + key + "\" (valid keys: group_size, zero_point, simd)");
+        problem("unknown key \"" + key +
+                "\" (valid keys: group_size, zero_point, scale_search, quantize_output, simd)");
       }
     });
     return o;
@@ -50,44 +78,63 @@ class Int4Quantization {
 
   Int4Quantization(const loom_host_api* host, const Options& opt)
       : host_(host), opt_(opt), kernels_(select_kernels(opt.simd)) {
+    float_kernels_ = {nullptr, dequant_stored, kernels_.tile_f32, kernels_.name};
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
-  void* prepare(const loom_tensor_view* view) const {
+  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
+    *ok = loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I32 ? 1 : 0;
+    if (*ok == 0)
+      loom::sdk::write_error(err, "quantization int4: weights of dtype " + loom_quant::dtype_label(dtype) +
+                                      " are not supported (f32, f16 and bf16 are, quantized at load, and i32 "
+                                      "words written by loom-convert --quantize int4)");
+  }
+
+  void* prepare(const loom_tensor_view* view) const { return prepare(view, nullptr); }
+
+  void* prepare(const loom_tensor_view* view, const loom_weight_info* info) const {
+    auto p = std::make_unique<Prepared>();
+    if (view != nullptr && view->dtype == LOOM_DTYPE_I32) {
+      p->int4 = read_prequantized(view, info);
+      return p.release();
+    }
     const loom_quant::StoredWeight src = loom_quant::check_weight(kName, view);
-    auto w = std::make_unique<Int4Weight>();
-    w->out = src.out;
-    w->in = src.in;
-    w->group = opt_.group;
-    w->shift = opt_.group == 32 ? 5 : opt_.group == 64 ? 6 : 7;
-    w->words_per_row = (src.in + 7) / 8;
-    w->n_groups = (src.in + opt_.group - 1) / opt_.group;
-    w->packed.assign(static_cast<size_t>(w->out * w->words_per_row), 0);
-    w->scale.assign(static_cast<size_t>(w->out * w->n_groups), 0.0f);
-    w->zero.assign(static_cast<size_t>(w->out * w->n_groups), 0);
-    Int4Weight& dst = *w;
+    if (info != nullptr && info->role == LOOM_WEIGHT_OUTPUT && !opt_.quantize_output) {
+      p->is_float = true;
+      p->stored = src;
+      return p.release();
+    }
+    p->int4 = make_weight(src.out, src.in, opt_.rows.group);
+    Int4Weight& dst = p->int4;
     host_.parallel_for(src.out, [&](int64_t begin, int64_t end) {
       std::vector<float> row(static_cast<size_t>(src.in));
       for (int64_t o = begin; o < end; ++o) {
         loom_quant::read_row(src, o, row.data());
-        quantize_row(row.data(), opt_.zero_point, dst, o);
+        quantize_row(row.data(), opt_.rows, dst, o);
       }
     });
-    return w.release();
+    return p.release();
   }
 
   void linear(void* handle, const loom_tensor_view* x, loom_tensor_view* y) {
-    const Int4Weight& w = *static_cast<const Int4Weight*>(handle);
+    const Prepared& p = *static_cast<const Prepared*>(handle);
+    if (p.is_float) {
+      const loom_quant::LinearArgs a = loom_quant::check_linear(kName, p.stored.in, p.stored.out, x, y);
+      loom_quant::dequant_linear(host_, float_kernels_, p.stored, p.stored.in, p.stored.out, a, tiles_);
+      return;
+    }
+    const Int4Weight& w = p.int4;
     const loom_quant::LinearArgs a = loom_quant::check_linear(kName, w.in, w.out, x, y);
     loom_quant::dequant_linear(host_, kernels_, w, w.in, w.out, a, tiles_);
   }
 
-  static void release(void* handle) { delete static_cast<Int4Weight*>(handle); }
+  static void release(void* handle) { delete static_cast<Prepared*>(handle); }
 
  private:
   loom::sdk::Host host_;
   Options opt_;
   loom_quant::DequantKernels<Int4Weight> kernels_;
+  loom_quant::DequantKernels<loom_quant::StoredWeight> float_kernels_{};
   std::vector<std::vector<float>> tiles_;  // per thread: one dequantized tile
 };
 
@@ -100,8 +147,9 @@ const loom_plugin_desc kDesc = {
     LOOM_QUANTIZATION_IFACE_MAJOR,
     LOOM_QUANTIZATION_IFACE_MINOR,
     "int4",
-    "0.1.0",
-    "group-wise INT4 weights (group 32/64/128, optional zero points, GPTQ nibble order), quantized at load",
+    "0.2.0",
+    "group-wise INT4 weights (group 32/64/128, optional zero points, GPTQ nibble order), quantized at load "
+    "with a scale search or read pre-quantized; the output head kept in float",
     nullptr,
     &Abi::validate,
     &Abi::create,

@@ -23,7 +23,7 @@ struct Int8Weight {
   int64_t in_pad = 0;             // in rounded up to 32; q is zero past in
   std::vector<int8_t> q;          // [out, in_pad]
   std::vector<float> scale;       // [out]
-  std::vector<float> inv_smooth;  // [in] 1 / s_j, w8a8 after calibration; empty: no smoothing
+  std::vector<float> inv_smooth;  // [in] 1 / s_j: w8a8 after calibration, or N.smooth; empty: none
   StoredWeight source;            // the stored weight (outlives this), re-quantized on calibration
 };
 

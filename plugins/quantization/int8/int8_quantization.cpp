@@ -6,6 +6,14 @@
 //       products are exact int32 sums, so the result depends on the row alone. Calibration
 //       (int8_calibrate.h) adds SmoothQuant factors with strength "smoothquant_alpha".
 // Keys: mode, smoothquant_alpha (w8a8 only, in [0, 1], default 0.5), simd ("auto"/"portable").
+// Pre-quantized weights (`loom-convert --quantize int8`): a matrix N stored as I8 [out, in] with
+// its companion N.scale F32 [out] (looked up through loom_weight_info::find_tensor) holds the
+// q and scale this plugin computes at load from the float weights, bit for bit, so serving the
+// converted file gives the float file's logits in either mode; only SmoothQuant calibration,
+// which re-quantizes from the float weights, needs the float file. An optional companion
+// N.smooth F32 [in] (`loom-convert --smoothquant`) holds SmoothQuant factors s already folded
+// into the stored weights (W diag(s) quantized); linear() then divides x by s in either mode,
+// which is what calibrate() does in w8a8 with the same s.
 #include <algorithm>
 #include <boost/dll/alias.hpp>
 #include <cmath>
@@ -14,6 +22,7 @@
 #include <vector>
 
 #include "../common/dequant_gemm.hpp"
+#include "../common/prequantized.hpp"
 #include "../common/quant_plugin.hpp"
 #include "int8_calibrate.h"
 #include "int8_format.hpp"
@@ -72,7 +81,19 @@ class Int8Quantization {
     dots_.resize(threads);
   }
 
+  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
+    *ok = loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I8 ? 1 : 0;
+    if (*ok == 0)
+      loom::sdk::write_error(err, loom_quant::refusal(kName, dtype) + "; i8 is, as written by loom-convert --quantize int8");
+  }
+
+  void* prepare(const loom_tensor_view* view, const loom_weight_info* info) const {
+    if (view != nullptr && view->dtype == LOOM_DTYPE_I8) return prepare_prequantized(view, info);
+    return prepare(view);
+  }
+
   void* prepare(const loom_tensor_view* view) const {
+    if (view != nullptr && view->dtype == LOOM_DTYPE_I8) return prepare_prequantized(view, nullptr);
     auto w = std::make_unique<Int8Weight>();
     w->source = loom_quant::check_weight(kName, view);
     w->out = w->source.out;
@@ -88,7 +109,17 @@ class Int8Quantization {
     const Int8Weight& w = *static_cast<const Int8Weight*>(handle);
     const LinearArgs a = loom_quant::check_linear(kName, w.in, w.out, x, y);
     if (!opt_.w8a8) {
-      loom_quant::dequant_linear(host_, kernels_.w8a16, w, w.in, w.out, a, tiles_);
+      if (w.inv_smooth.empty()) {
+        loom_quant::dequant_linear(host_, kernels_.w8a16, w, w.in, w.out, a, tiles_);
+        return;
+      }
+      // x diag(1/s) with the smoothed weights W diag(s): [n, in], reused from call to call.
+      xs_.resize(static_cast<size_t>(a.n * w.in));
+      for (int64_t t = 0; t < a.n; ++t)
+        for (int64_t k = 0; k < w.in; ++k)
+          xs_[static_cast<size_t>(t * w.in + k)] = a.x[t * a.xs + k] * w.inv_smooth[static_cast<size_t>(k)];
+      loom_quant::dequant_linear(host_, kernels_.w8a16, w, w.in, w.out, LinearArgs{a.n, xs_.data(), w.in, a.y, a.ys},
+                                 tiles_);
       return;
     }
     linear_w8a8(w, a);
@@ -98,6 +129,9 @@ class Int8Quantization {
 
   void calibrate(Int8Weight& w, const float* act_absmax, int64_t in) const {
     if (!opt_.w8a8) throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization int8: calibration needs \"mode\": \"w8a8\"");
+    if (!loom_quant::is_float_dtype(w.source.dtype))
+      throw Error(LOOM_ERR_UNSUPPORTED,
+                  "quantization int8: calibration re-quantizes from float weights; this one was stored pre-quantized");
     if (act_absmax == nullptr || in != w.in)
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization int8: calibrate expects " + std::to_string(w.in) +
                                                  " activation maxima, got " + std::to_string(in));
@@ -116,6 +150,47 @@ class Int8Quantization {
   }
 
  private:
+  // I8 [out, in] + N.scale F32 [out], as loom-convert --quantize int8 writes them.
+  void* prepare_prequantized(const loom_tensor_view* view, const loom_weight_info* info) const {
+    loom_quant::check_prequantized(kName, view, info, LOOM_DTYPE_I8, info != nullptr ? info->in_features : 0);
+    const loom_tensor_view sv = loom_quant::find_companion(kName, info, ".scale", LOOM_DTYPE_F32, {info->out_features});
+    auto w = std::make_unique<Int8Weight>();
+    w->out = info->out_features;
+    w->in = info->in_features;
+    w->in_pad = (w->in + kPad - 1) / kPad * kPad;
+    w->q.assign(static_cast<size_t>(w->out * w->in_pad), 0);
+    const auto* scale = static_cast<const float*>(sv.data);
+    w->scale.assign(scale, scale + w->out);
+    w->source = loom_quant::StoredWeight{LOOM_DTYPE_I8, w->out, w->in, w->in, view->data};
+    const loom_tensor_view smooth =
+        loom_quant::find_companion(kName, info, ".smooth", LOOM_DTYPE_F32, {info->in_features}, true);
+    if (smooth.data != nullptr) {
+      const auto* s = static_cast<const float*>(smooth.data);
+      w->inv_smooth.resize(static_cast<size_t>(w->in));
+      for (int64_t k = 0; k < w->in; ++k) {
+        if (!(std::isfinite(s[k]) && s[k] > 0))
+          throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string("quantization int8: ") + info->name + ".smooth[" +
+                                                     std::to_string(k) + "] is not a finite positive factor");
+        w->inv_smooth[static_cast<size_t>(k)] = 1.0f / s[k];
+      }
+    }
+    const auto* q = static_cast<const int8_t*>(view->data);
+    for (int64_t o = 0; o < w->out; ++o) {
+      if (!(std::isfinite(w->scale[static_cast<size_t>(o)]) && w->scale[static_cast<size_t>(o)] >= 0))
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string("quantization int8: ") + info->name + ".scale[" +
+                                                   std::to_string(o) + "] is not a finite non-negative scale");
+      for (int64_t k = 0; k < w->in; ++k) {
+        // -128 is never written: the w8a8 sign trick negates weights, and -(-128) overflows.
+        if (q[o * w->in + k] == -128)
+          throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string("quantization int8: ") + info->name + " holds -128 at [" +
+                                                     std::to_string(o) + ", " + std::to_string(k) +
+                                                     "]; weights are in [-127, 127]");
+        w->q[static_cast<size_t>(o * w->in_pad + k)] = q[o * w->in + k];
+      }
+    }
+    return w.release();
+  }
+
   // Quantizes every row of w.source (times smooth, when given) into w.q / w.scale.
   void quantize(Int8Weight& w, const float* smooth) const {
     host_.parallel_for(w.out, [&](int64_t begin, int64_t end) {
@@ -164,6 +239,7 @@ class Int8Quantization {
   std::vector<std::vector<int32_t>> dots_;  // per thread: [n, kTile] int32 dot products (w8a8)
   std::vector<int8_t> xq_;                  // [n, in_pad] quantized activations (w8a8)
   std::vector<float> xscale_;               // [n]
+  std::vector<float> xs_;                   // [n, in] smoothed activations (w8a16 with N.smooth)
 };
 
 using Abi = loom_quant::PluginAbi<Int8Quantization>;
@@ -176,7 +252,7 @@ const loom_plugin_desc kDesc = {
     LOOM_QUANTIZATION_IFACE_MINOR,
     "int8",
     "0.1.0",
-    "INT8 weights with per-output-channel scales, quantized at load; w8a16 (default) or w8a8 with SmoothQuant",
+    "INT8 weights with per-output-channel scales, quantized at load or read pre-quantized (loom-convert); w8a16 (default) or w8a8 with SmoothQuant",
     nullptr,
     &Abi::validate,
     &Abi::create,
