@@ -42,24 +42,9 @@ std::vector<float> logits(const GgufFile& file, const std::string& plugin, const
   const LlamaWeights weights = load_llama_weights(file);
   const LlamaHparams& hp = weights.hparams;
   ThreadPool threads(2);
-  PluginHost host(threads, {});
-  loom_attention_create_args aa{};
-  aa.struct_size = sizeof(aa);
-  aa.n_heads = hp.n_heads;
-  aa.n_kv_heads = hp.n_kv_heads;
-  aa.head_dim = hp.head_dim;
-  aa.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  aa.kv_dtype = LOOM_DTYPE_F32;
-  aa.block_size = kBlockSize;
-  aa.device = loom_device{LOOM_DEVICE_CPU, 0};
-  const auto attn = host.create(PluginSpec{LOOM_KIND_ATTENTION, "naive", "", "{}"}, &aa);
-  loom_quantization_create_args qa{};
-  qa.struct_size = sizeof(qa);
-  qa.device = loom_device{LOOM_DEVICE_CPU, 0};
-  const auto quant = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, plugin, "", config}, &qa);
+  const test::ModelPlugins plugins(threads, hp, kBlockSize, "naive", plugin, LOOM_DTYPE_F32, config);
   KvPool pool(KvPoolShape{hp.n_layers, kNumBlocks, kBlockSize, hp.n_kv_heads, hp.head_dim, LOOM_DTYPE_F32});
-  ModelExecutor executor(weights, {attn->self(), &attn->vtable<loom_attention_vtable>()},
-                         {quant->self(), &quant->vtable<loom_quantization_vtable>()}, pool, threads);
+  ModelExecutor executor(weights, plugins.attention_ops(), plugins.quant_ops(), pool, threads);
   const std::vector<int32_t> tokens = {1, 403, 31, 268, 9, 87, 455, 2, 120, 66, 301, 15, 44, 210, 7};
   const std::vector<int32_t> table = test::ModelRunner::blocks(0, kNumBlocks);
   BatchBuilder builder(kBlockSize);

@@ -36,7 +36,8 @@ inline std::vector<int32_t> read_ids(const std::string& path) {
 // Attention + quantization plugin instances for a model.
 struct ModelPlugins {
   ModelPlugins(ThreadPool& pool, const LlamaHparams& hp, int32_t block_size, const std::string& attention = "naive",
-               const std::string& quantization = "none", loom_dtype kv_dtype = LOOM_DTYPE_F32)
+               const std::string& quantization = "none", loom_dtype kv_dtype = LOOM_DTYPE_F32,
+               const std::string& quantization_config = "{}")
       : host(pool, {}) {
     loom_attention_create_args aa{};
     aa.struct_size = sizeof(aa);
@@ -51,7 +52,7 @@ struct ModelPlugins {
     loom_quantization_create_args qa{};
     qa.struct_size = sizeof(qa);
     qa.device = loom_device{LOOM_DEVICE_CPU, 0};
-    quant = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, quantization, "", "{}"}, &qa);
+    quant = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, quantization, "", quantization_config}, &qa);
   }
   AttentionOps attention_ops() const { return {attn->self(), &attn->vtable<loom_attention_vtable>()}; }
   QuantOps quant_ops() const { return {quant->self(), &quant->vtable<loom_quantization_vtable>()}; }

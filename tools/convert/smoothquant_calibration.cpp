@@ -1,13 +1,13 @@
 #include "tools/convert/smoothquant_calibration.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <memory>
 #include <thread>
 
 #include "core/common/error.hpp"
 #include "core/common/thread_pool.hpp"
+#include "core/engine/runtime_stack.hpp"
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/llama_model.hpp"
@@ -95,25 +95,13 @@ ActivationMaxima collect_activation_maxima(const GgufFile& file, std::span<const
   const int32_t n_blocks = (chunk + kBlockSize - 1) / kBlockSize;
   ThreadPool threads(static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency())));
   PluginHost host(threads, {});
-  loom_attention_create_args aa{};
-  aa.struct_size = sizeof(aa);
-  aa.n_heads = hp.n_heads;
-  aa.n_kv_heads = hp.n_kv_heads;
-  aa.head_dim = hp.head_dim;
-  aa.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
-  aa.kv_dtype = LOOM_DTYPE_F32;
-  aa.block_size = kBlockSize;
-  aa.device = loom_device{LOOM_DEVICE_CPU, 0};
-  const auto attn = host.create(PluginSpec{LOOM_KIND_ATTENTION, "naive", "", "{}"}, &aa);
-  loom_quantization_create_args qa{};
-  qa.struct_size = sizeof(qa);
-  qa.device = loom_device{LOOM_DEVICE_CPU, 0};
-  const auto none = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", "{}"}, &qa);
-  Recorder recorder{{none->self(), &none->vtable<loom_quantization_vtable>()}, {}};
+  const ForwardPlugins plugins =
+      create_forward_plugins(host, PluginSpec{LOOM_KIND_ATTENTION, "naive", "", "{}"},
+                             PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", "{}"}, hp, LOOM_DTYPE_F32, kBlockSize);
+  Recorder recorder{plugins.quant_ops(), {}};
   KvPool pool(KvPoolShape{hp.n_layers, n_blocks, kBlockSize, hp.n_kv_heads, hp.head_dim, LOOM_DTYPE_F32});
   {
-    ModelExecutor executor(weights, {attn->self(), &attn->vtable<loom_attention_vtable>()},
-                           {&recorder, &kRecorderVtable}, pool, threads);
+    ModelExecutor executor(weights, plugins.attention_ops(), {&recorder, &kRecorderVtable}, pool, threads);
     std::vector<int32_t> table(static_cast<size_t>(n_blocks));
     for (int32_t i = 0; i < n_blocks; ++i) table[static_cast<size_t>(i)] = i;
     BatchBuilder builder(kBlockSize);
