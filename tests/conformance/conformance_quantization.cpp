@@ -2,9 +2,14 @@
 // double-precision GEMM on the stored weights, for f32/f16/bf16 storage and awkward shapes; and
 // each row's result independent of the other rows in the batch (bit for bit); for quantization
 // none, every kernel the CPU runs ("simd": "portable" and "auto") batch-invariant on n = 1..37.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <cstring>
 #include <map>
 #include <random>
@@ -355,6 +360,90 @@ TEST(QuantizationGguf, EveryKernelIsBatchInvariant) {
     }
     for (size_t i = 0; i < by_config[0].size(); ++i)
       ASSERT_NEAR(by_config[0][i], by_config[1][i], 1e-4 * (1.0 + std::abs(by_config[0][i]))) << f.name << " at " << i;
+  }
+}
+
+// Resident bytes of the mapping that starts at p (/proc/self/smaps), or -1 when not found.
+int64_t mapping_rss(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool in_it = false;
+  while (std::getline(smaps, line)) {
+    unsigned long long start = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%llx-%llx ", &start, &end) == 2) {
+      in_it = start == reinterpret_cast<uintptr_t>(p);
+      continue;
+    }
+    long long kb = 0;
+    if (in_it && std::sscanf(line.c_str(), "Rss: %lld kB", &kb) == 1) return kb * 1024;
+  }
+  return -1;
+}
+
+// quantization gguf under AVX2 repacks Q4_0/Q8_0 at load and gives back the pages of a
+// read-only file mapping (not read again), but never touches memory it cannot re-read: the
+// source vector keeps its bytes. Same results from the file and from the vector either way.
+TEST(QuantizationGguf, RepackedWeightsLeaveTheFileMapping) {
+  const bool repacks = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+  ThreadPool threads(2);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "gguf", "", "{}"}, &a);
+  const auto& vt = p->vtable<loom_quantization_vtable>();
+  constexpr int64_t kOut = 61, kIn = 2048, kN = 5, kAt = 4096 + 100;  // unaligned start in the file
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(kN * kIn));
+  for (auto& e : x) e = u(rng);
+  for (const loom_dtype dtype : {LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0}) {
+    const QuantizedMatrix m = make_quantized(dtype, kOut, kIn, rng);
+    const std::string path = ::testing::TempDir() + "gguf_repack_" + std::to_string(getpid()) + ".bin";
+    {
+      std::ofstream f(path, std::ios::binary);
+      const std::vector<char> pad(kAt, 0);
+      f.write(pad.data(), kAt);
+      f.write(reinterpret_cast<const char*>(m.blocks.data()), static_cast<std::streamsize>(m.blocks.size()));
+    }
+    const int fd = ::open(path.c_str(), O_RDONLY);
+    ASSERT_GE(fd, 0) << path;
+    const size_t map_bytes = static_cast<size_t>(kAt) + m.blocks.size();
+    void* map = ::mmap(nullptr, map_bytes, PROT_READ, MAP_PRIVATE, fd, 0);
+    ::close(fd);
+    std::remove(path.c_str());
+    ASSERT_NE(map, MAP_FAILED);
+    const auto* file_blocks = static_cast<const uint8_t*>(map) + kAt;
+    ASSERT_EQ(std::memcmp(file_blocks, m.blocks.data(), m.blocks.size()), 0);  // now resident
+    const int64_t rss_before = mapping_rss(map);
+    ASSERT_GE(rss_before, static_cast<int64_t>(m.blocks.size()));
+
+    std::vector<uint8_t> copy = m.blocks;
+    void* from_file = nullptr;
+    void* from_vector = nullptr;
+    const loom_tensor_view wf = mat(const_cast<uint8_t*>(file_blocks), dtype, kOut, kIn);
+    const loom_tensor_view wv = mat(copy.data(), dtype, kOut, kIn);
+    p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wf, &from_file);
+    p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &from_vector);
+    const int64_t rss_after = mapping_rss(map);
+    if (repacks) {
+      // Only pages outside the tensor's page-aligned interior stay: the padding page and the two
+      // partial ones at the ends.
+      EXPECT_LE(rss_after, 3 * sysconf(_SC_PAGESIZE));
+    } else {
+      EXPECT_EQ(rss_after, rss_before);
+    }
+    EXPECT_EQ(copy, m.blocks) << "anonymous memory must keep its bytes";
+
+    std::vector<float> yf(static_cast<size_t>(kN * kOut)), yv(yf.size());
+    const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, kN, kIn);
+    loom_tensor_view yfv = mat(yf.data(), LOOM_DTYPE_F32, kN, kOut), yvv = mat(yv.data(), LOOM_DTYPE_F32, kN, kOut);
+    p->call("linear", &loom_quantization_vtable::linear, from_file, &xv, &yfv);
+    p->call("linear", &loom_quantization_vtable::linear, from_vector, &xv, &yvv);
+    EXPECT_EQ(std::memcmp(yf.data(), yv.data(), yf.size() * sizeof(float)), 0);
+    vt.release_weight(p->self(), from_file);
+    vt.release_weight(p->self(), from_vector);
+    ::munmap(map, map_bytes);
   }
 }
 

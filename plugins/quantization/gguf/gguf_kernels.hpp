@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "gguf_repack.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 namespace loom_gguf {
@@ -25,6 +26,8 @@ using TileKernel = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t n_row
 // bits of loom::sdk::gguf::quantize_q8_0, so the two kernel sets see the same activations.
 using QuantizeQ8_0 = void (*)(const float* x, loom::sdk::gguf::BlockQ8_0* y, int64_t n_blocks);
 
+// The plugin takes AVX2 Q8_0/Q4_0 weights in the x8 layout (avx2_q*_0_x8_kernel below); the AVX2
+// set's file-layout q8_0/q4_0 stay as gguf-kernel-bench's baseline.
 struct Kernels {
   TileKernel q8_0;  // Q8_0 weights x Q8_0 activations
   TileKernel q4_0;  // Q4_0 weights x Q8_0 activations
@@ -43,6 +46,10 @@ Kernels portable_kernels();
 #define LOOM_GGUF_HAVE_AVX2 1
 bool cpu_has_avx2_fma();
 Kernels avx2_kernels();
+// Q4_0 and Q8_0 in the x8 layout (gguf_repack.hpp); AVX2 only, the portable set reads the file
+// layout.
+PackedKernel avx2_q4_0_x8_kernel();
+PackedKernel avx2_q8_0_x8_kernel();
 #endif
 
 }  // namespace loom_gguf

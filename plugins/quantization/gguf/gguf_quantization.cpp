@@ -1,5 +1,9 @@
 // quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q4_K and Q6_K, read in place
 // from the (mmap'ed) model file, and y = x W^T as integer dot products on quantized activations.
+// With the AVX2 kernels, Q4_0 and Q8_0 weights are instead repacked at load into the x8 layout
+// (gguf_repack.hpp: 8 rows interleaved, same bytes as the file), and the file's pages of a
+// repacked tensor are given back (MADV_DONTNEED on a read-only file mapping), so resident
+// memory stays about one copy of the weights.
 //
 // linear quantizes each activation row once per call (Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K
 // for the K-quants) into a scratch buffer the plugin keeps, then splits the output features into
@@ -69,7 +73,8 @@ struct Weight {
   int64_t out_features;
   int64_t in_features;
   int64_t row_bytes;  // bytes from one row to the next
-  const uint8_t* data;
+  const uint8_t* data;  // the file's rows; not read once packed
+  loom_gguf::PackedWeight packed{};  // Q4_0/Q8_0 under AVX2: the rows in the x8 layout (owned)
 };
 
 class GgufQuantization {
@@ -80,6 +85,12 @@ class GgufQuantization {
 
   GgufQuantization(const loom_host_api* host, const Options& opt)
       : host_(host), kernels_(loom_gguf::select_kernels(opt.simd)) {
+#ifdef LOOM_GGUF_HAVE_AVX2
+    if (kernels_.name == std::string("avx2")) {
+      q4_0_x8_ = loom_gguf::avx2_q4_0_x8_kernel();
+      q8_0_x8_ = loom_gguf::avx2_q8_0_x8_kernel();
+    }
+#endif
   }
 
   void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
@@ -102,8 +113,21 @@ class GgufQuantization {
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: in_features " + std::to_string(in) +
                                                  " is not a whole number of " + std::to_string(geo.values) +
                                                  "-value blocks");
-    return new Weight{w->dtype, w->shape[0], in, w->strides[0] / geo.values * geo.bytes,
-                      static_cast<const uint8_t*>(w->data)};
+    auto* weight = new Weight{w->dtype, w->shape[0], in, w->strides[0] / geo.values * geo.bytes,
+                              static_cast<const uint8_t*>(w->data)};
+    if ((w->dtype == LOOM_DTYPE_Q4_0 && q4_0_x8_ != nullptr) || (w->dtype == LOOM_DTYPE_Q8_0 && q8_0_x8_ != nullptr)) {
+      // Repacked once; the file's copy is not read again, so its pages leave our resident set.
+      try {
+        weight->packed = (w->dtype == LOOM_DTYPE_Q4_0 ? &loom_gguf::pack_q4_0 : &loom_gguf::pack_q8_0)(
+            weight->data, weight->row_bytes, weight->out_features, in / g::kQK);
+      } catch (...) {
+        delete weight;
+        throw;
+      }
+      loom_gguf::release_file_pages(
+          weight->data, static_cast<size_t>((weight->out_features - 1) * weight->row_bytes + in / g::kQK * geo.bytes));
+    }
+    return weight;
   }
 
   void linear(const Weight& w, const loom_tensor_view* x, loom_tensor_view* y) {
@@ -156,6 +180,26 @@ class GgufQuantization {
       host_.parallel_for(n, quantize_rows);
     }
 
+    if (w.packed.data) {
+      const int64_t nb = in / g::kQK;
+      if (xd_.size() < static_cast<size_t>(n * nb)) {
+        xd_.resize(static_cast<size_t>(n * nb));
+        xoff_.resize(static_cast<size_t>(n * nb));
+      }
+      const loom_gguf::ActivationBlockInfo info{xd_.data(), xoff_.data()};
+      const loom_gguf::PackedKernel packed_kernel = w.dtype == LOOM_DTYPE_Q4_0 ? q4_0_x8_ : q8_0_x8_;
+      loom_gguf::activation_block_info(xq, xq_row_bytes, n, nb, info);
+      constexpr int64_t kTileGroups = kTile / loom_gguf::kGroupRows;
+      const int64_t n_groups = (out + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
+      host_.parallel_for((n_groups + kTileGroups - 1) / kTileGroups, [&](int64_t begin, int64_t end) {
+        for (int64_t tile = begin; tile < end; ++tile) {
+          const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
+          packed_kernel(w.packed, g0, g1, xq, xq_row_bytes, info, n, yd + g0 * loom_gguf::kGroupRows, ys);
+        }
+      });
+      return;
+    }
+
     const loom_gguf::TileKernel kernel = w.dtype == LOOM_DTYPE_Q8_0   ? kernels_.q8_0
                                          : w.dtype == LOOM_DTYPE_Q4_0 ? kernels_.q4_0
                                          : w.dtype == LOOM_DTYPE_Q4_K ? kernels_.q4_k
@@ -171,7 +215,11 @@ class GgufQuantization {
  private:
   loom::sdk::Host host_;
   loom_gguf::Kernels kernels_;
+  loom_gguf::PackedKernel q4_0_x8_ = nullptr;  // set with the AVX2 kernels
+  loom_gguf::PackedKernel q8_0_x8_ = nullptr;
   std::vector<uint8_t> xq_;  // quantized activations [n, in / block] blocks, reused across calls
+  std::vector<float> xd_;     // x8 kernels: activation block scales [n, in / 32]
+  std::vector<int32_t> xoff_;  // x8 kernels: 8 * activation block sums [n, in / 32]
 };
 
 // ---- C ABI ----------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+// Repacking Q4_0 and Q8_0 weights into the x8 layout, the activation block info its kernels need, and
+// giving the repacked file pages back.
+#include "gguf_repack.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "loom/sdk_gguf_blocks.hpp"
+
+namespace loom_gguf {
+
+namespace g = loom::sdk::gguf;
+
+namespace {
+
+// Block b of row r: its f16 scale and its quant bytes (16 for Q4_0, 32 for Q8_0).
+template <class Block>
+PackedWeight pack(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {
+  constexpr int64_t kQs = sizeof(Block::qs);
+  PackedWeight p;
+  p.quant_bytes = kGroupRows * kQs;
+  p.n_rows = n_rows;
+  p.n_blocks = n_blocks;
+  p.group_bytes = (n_blocks * (p.quant_bytes + 2 * kGroupRows) + 63) / 64 * 64;
+  const int64_t n_groups = (n_rows + kGroupRows - 1) / kGroupRows;
+  const size_t total = static_cast<size_t>(n_groups * p.group_bytes);
+  void* mem = std::aligned_alloc(64, total);
+  if (mem == nullptr) throw std::bad_alloc();
+  p.data = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(mem), &std::free);
+  std::memset(mem, 0, total);  // padding rows: zero quants, zero scales
+  for (int64_t grp = 0; grp < n_groups; ++grp) {
+    uint8_t* dst = p.data.get() + grp * p.group_bytes;
+    auto* scales = reinterpret_cast<uint16_t*>(dst + n_blocks * p.quant_bytes);
+    for (int64_t r = 0; r < kGroupRows && grp * kGroupRows + r < n_rows; ++r) {
+      const auto* src = reinterpret_cast<const Block*>(rows + (grp * kGroupRows + r) * row_bytes);
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        for (int64_t j = 0; j < kQs / 4; ++j) std::memcpy(dst + b * p.quant_bytes + j * 32 + r * 4, src[b].qs + 4 * j, 4);
+        scales[b * kGroupRows + r] = src[b].d;
+      }
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+PackedWeight pack_q4_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {
+  return pack<g::BlockQ4_0>(rows, row_bytes, n_rows, n_blocks);
+}
+
+PackedWeight pack_q8_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {
+  return pack<g::BlockQ8_0>(rows, row_bytes, n_rows, n_blocks);
+}
+
+void activation_block_info(const uint8_t* xq, int64_t xq_row_bytes, int64_t n, int64_t nb, ActivationBlockInfo info) {
+  for (int64_t t = 0; t < n; ++t) {
+    const auto* a = reinterpret_cast<const g::BlockQ8_0*>(xq + t * xq_row_bytes);
+    for (int64_t b = 0; b < nb; ++b) {
+      int32_t s = 0;
+      for (int k = 0; k < g::kQK; ++k) s += a[b].qs[k];
+      info.d[t * nb + b] = loom::sdk::f16_to_f32(a[b].d);
+      info.offset[t * nb + b] = 8 * s;
+    }
+  }
+}
+
+size_t release_file_pages(const void* p, size_t bytes) {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (begin + page - 1) / page * page, hi = (begin + bytes) / page * page;
+  if (hi <= lo) return 0;
+  // The range must sit inside one mapping that is file-backed (inode != 0) and not writable:
+  // MADV_DONTNEED on anonymous or written private memory would lose its contents.
+  FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return 0;
+  bool safe = false;
+  char line[512];
+  while (std::fgets(line, sizeof(line), maps) != nullptr) {
+    uintmax_t start = 0, end = 0, offset = 0, inode = 0;
+    char perms[8] = {};
+    unsigned dev_major = 0, dev_minor = 0;
+    if (std::sscanf(line, "%jx-%jx %7s %jx %x:%x %ju", &start, &end, perms, &offset, &dev_major, &dev_minor,
+                    &inode) != 7)
+      continue;
+    if (start <= lo && hi <= end) {
+      safe = perms[0] == 'r' && perms[1] != 'w' && inode != 0;
+      break;
+    }
+  }
+  std::fclose(maps);
+  if (!safe) return 0;
+  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) != 0) return 0;
+  return hi - lo;
+}
+
+}  // namespace loom_gguf
