@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -153,16 +154,18 @@ TEST(QuantizationNone, SaysWhyItRefusesADtype) {
 // bits it gets alone: the register blocks (4 rows, then 3, 2 or 1) and the tiles (48 features,
 // a short last one here) never change an element's reduction order. in = 91 = 2 x 32 + 3 x 8 + 3
 // exercises the decode kernel's unrolled steps, its single 8-lane steps and the tail.
-TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
+// Every n in `ns` gives, row for row, the bits of the rows computed one at a time: for f32, f16
+// and bf16 weights [out, in], portable and AVX2 kernels.
+void expect_batch_invariant(int64_t in, int64_t out, const std::vector<int64_t>& ns, uint64_t seed) {
   ThreadPool threads(2);
   PluginHost host(threads, {});
   loom_quantization_create_args a{};
   a.struct_size = sizeof(a);
   a.device = loom_device{LOOM_DEVICE_CPU, 0};
-  constexpr int64_t kMaxN = 37, kIn = 91, kOut = 101;
-  std::mt19937_64 rng(11);
+  const int64_t max_n = *std::max_element(ns.begin(), ns.end());
+  std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  std::vector<float> x(static_cast<size_t>(kMaxN * kIn)), w(static_cast<size_t>(kOut * kIn));
+  std::vector<float> x(static_cast<size_t>(max_n * in)), w(static_cast<size_t>(out * in));
   for (auto& e : x) e = u(rng);
   for (auto& e : w) e = u(rng);
   std::vector<uint16_t> w16(w.size()), wb16(w.size());
@@ -175,20 +178,20 @@ TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
     const auto& vt = p->vtable<loom_quantization_vtable>();
     for (const auto& [dtype, data] : {std::pair<loom_dtype, void*>{LOOM_DTYPE_F32, w.data()},
                                       {LOOM_DTYPE_F16, w16.data()}, {LOOM_DTYPE_BF16, wb16.data()}}) {
-      const loom_tensor_view wv = mat(data, dtype, kOut, kIn);
+      const loom_tensor_view wv = mat(data, dtype, out, in);
       void* handle = nullptr;
       p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
       // Each row alone, once.
-      std::vector<float> alone(static_cast<size_t>(kMaxN * kOut));
-      for (int64_t t = 0; t < kMaxN; ++t) {
-        const loom_tensor_view x1 = mat(x.data() + t * kIn, LOOM_DTYPE_F32, 1, kIn);
-        loom_tensor_view y1 = mat(alone.data() + t * kOut, LOOM_DTYPE_F32, 1, kOut);
+      std::vector<float> alone(static_cast<size_t>(max_n * out));
+      for (int64_t t = 0; t < max_n; ++t) {
+        const loom_tensor_view x1 = mat(x.data() + t * in, LOOM_DTYPE_F32, 1, in);
+        loom_tensor_view y1 = mat(alone.data() + t * out, LOOM_DTYPE_F32, 1, out);
         p->call("linear", &loom_quantization_vtable::linear, handle, &x1, &y1);
       }
-      for (int64_t n = 1; n <= kMaxN; ++n) {
-        std::vector<float> y(static_cast<size_t>(n * kOut), NAN);
-        const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, kIn);
-        loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, kOut);
+      for (const int64_t n : ns) {
+        std::vector<float> y(static_cast<size_t>(n * out), NAN);
+        const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, in);
+        loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, out);
         p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
         ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
             << config << " " << dtype_str(dtype) << ": n=" << n << " differs from row by row";
@@ -196,6 +199,20 @@ TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
       vt.release_weight(p->self(), handle);
     }
   }
+}
+
+TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
+  // Small: every n up to 37 (the decode path for small n, the panel GEMM's row remainders) and
+  // a partial last 16-feature panel (101 = 6 x 16 + 5).
+  std::vector<int64_t> ns(37);
+  for (int64_t n = 1; n <= 37; ++n) ns[static_cast<size_t>(n - 1)] = n;
+  expect_batch_invariant(91, 101, ns, 11);
+}
+
+TEST(QuantizationNone, BlockedGemmIsBatchInvariant) {
+  // Large enough for the GEMM's k blocks (256 f32 / 512 f16 values: in = 1100 makes three, the
+  // last partial) and its 144-row activation blocks (n = 150 and 300 cross them).
+  expect_batch_invariant(1100, 37, {150, 300}, 12);
 }
 
 TEST(QuantizationNone, RejectsAnUnknownSimdValue) {

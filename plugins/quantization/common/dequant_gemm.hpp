@@ -4,7 +4,7 @@
 // dequantizes in registers (dequant_gemm_avx2.hpp).
 //
 // Batch invariance: every path computes y[t][o] from the same dequantized values w(o, k) in one
-// fixed order, the order of quantization/none: 8 lanes, lane l summing k = l, l+8, ... in
+// fixed order: 8 lanes, lane l summing k = l, l+8, ... in
 // increasing k; the lanes joined by ((0+1)+(2+3))+((4+5)+(6+7)); then the k % 8 tail in order.
 // Dequantizing in registers (few rows) or into an L2 tile first (many rows) therefore gives the
 // same bits, and a row's result never depends on the batch it came in. The portable kernel
@@ -28,6 +28,23 @@ constexpr int64_t kTile = 48;
 // From this many input rows on, a tile is dequantized once into memory and every row streams
 // past it; below it, weights are dequantized in registers (nothing else touches memory).
 constexpr int64_t kDequantTileFrom = 8;
+// Each thread's share of the output features is a multiple of this (every register block, 3,
+// 4, 6 and 12 rows, divides it), so only the last share ends in a partial block.
+constexpr int64_t kShareAlign = 12;
+
+// How many shares `out` features are cut into for `threads` threads: one per thread, fewer
+// when there are not kShareAlign features for each.
+inline int64_t feature_shares(int64_t threads, int64_t out) {
+  return std::max<int64_t>(1, std::min(threads, (out + kShareAlign - 1) / kShareAlign));
+}
+
+// First output feature of share i (i <= shares; i == shares gives out): equal shares rounded
+// to kShareAlign, so no thread waits while another finishes a spare tile (2048 features in
+// 48-row tiles over 2 threads used to be 22 tiles against 20 2/3).
+inline int64_t share_begin(int64_t i, int64_t shares, int64_t out) {
+  if (i >= shares) return out;
+  return std::min(out, (out * i / shares + kShareAlign / 2) / kShareAlign * kShareAlign);
+}
 
 // y[t * ys + j] = dot(x + t * xs, rows[j]), t < n, j < n_rows, rows of `in` floats.
 using TileF32 = void (*)(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
@@ -83,20 +100,20 @@ inline void tile_f32_portable(const float* const* rows, int64_t n_rows, const fl
   }
 }
 
-// y = x W^T over all out features: tiles of kTile rows spread over the host's threads; scratch
-// holds one dequantized tile per thread, reused from call to call.
+// y = x W^T over all out features: one equal share of the features per host thread, cut into
+// tiles of kTile rows; scratch holds one dequantized tile per thread, reused from call to call.
 template <class W>
 void dequant_linear(const loom::sdk::Host& host, const DequantKernels<W>& kernels, const W& w, int64_t in, int64_t out,
                     const LinearArgs& a, std::vector<std::vector<float>>& scratch) {
-  const int64_t n_tiles = (out + kTile - 1) / kTile;
-  host.parallel_for(n_tiles, [&](int64_t begin, int64_t end, int32_t thread) {
+  const int64_t shares = feature_shares(host.num_threads(), out);
+  host.parallel_for(shares, [&](int64_t begin, int64_t end, int32_t thread) {
     if (thread < 0 || static_cast<size_t>(thread) >= scratch.size())
       throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
     std::vector<float>& tile_buf = scratch[static_cast<size_t>(thread)];  // [kTile, in]
     std::array<const float*, kTile> rows{};
-    for (int64_t tile = begin; tile < end; ++tile) {
-      const int64_t o0 = tile * kTile;
-      const int64_t n_rows = std::min(kTile, out - o0);
+    const int64_t o_end = share_begin(end, shares, out);
+    for (int64_t o0 = share_begin(begin, shares, out); o0 < o_end; o0 += kTile) {
+      const int64_t n_rows = std::min(kTile, o_end - o0);
       if (kernels.tile_q != nullptr && a.n < kDequantTileFrom) {
         kernels.tile_q(w, o0, n_rows, a.x, a.xs, a.n, a.y + o0, a.ys);
         continue;

@@ -1,6 +1,7 @@
-// The GEMM kernels of quantization/none: y = x W^T over one tile of f32 weight rows, and the
-// f16/bf16 -> f32 widening of weight rows. Each has a portable version and, on x86-64, an
-// AVX2+FMA(+F16C) one picked at run time.
+// The row-layout GEMM kernels the none plugin used before its weights moved to column panels
+// (none_panel.hpp), kept only as the baseline of the micro-benchmark (none_gemm_bench.cpp; not
+// part of the plugin): y = x W^T over one tile of f32 weight rows, and the f16/bf16 -> f32
+// widening of weight rows. Each has a portable version and, on x86-64, an AVX2+FMA(+F16C) one.
 //
 // Batch invariance, the contract every kernel keeps on its own: y[t][j] is reduced in one fixed
 // order (8 lanes, lane l summing k = l, l+8, ... in increasing k; the lanes combined by the tree
@@ -41,8 +42,10 @@ void tile_portable(const float* const* rows, int64_t n_rows, const float* x, int
 void widen_portable(const uint16_t* src, float* dst, int64_t n, bool bf16);
 
 #if defined(__x86_64__) && defined(__GNUC__)
+#ifndef LOOM_NONE_HAVE_AVX2
 #define LOOM_NONE_HAVE_AVX2 1
-bool cpu_has_avx2_fma_f16c();
+#endif
+bool cpu_has_avx2_fma_f16c();  // defined in none_panel_avx2.cpp
 void tile_avx2(const float* const* rows, int64_t n_rows, const float* x, int64_t xs, int64_t n, int64_t in,
                float* y, int64_t ys, const void* next, int64_t next_bytes);
 void tile_half_avx2(const uint16_t* const* rows, bool bf16, int64_t n_rows, const float* x, int64_t xs, int64_t n,

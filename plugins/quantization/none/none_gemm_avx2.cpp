@@ -1,5 +1,5 @@
-// AVX2+FMA(+F16C) kernels, compiled for that ISA only inside this file's target region and
-// called only after cpu_has_avx2_fma_f16c().
+// The row-layout AVX2+FMA(+F16C) kernels (the micro-benchmark's baseline, none_gemm.hpp), compiled
+// for that ISA only inside this file's target region and called only after cpu_has_avx2_fma_f16c().
 //
 // Register blocking: a micro-kernel keeps R x rows x C weight rows of 8-lane accumulators in
 // ymm registers (R * C <= 12, plus the R x vectors and C weight vectors: 16 registers at 4 x 3),
@@ -18,10 +18,6 @@
 #include <immintrin.h>
 
 namespace loom_none {
-
-bool cpu_has_avx2_fma_f16c() {
-  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-}
 
 // Everything below is compiled for AVX2+FMA+F16C; no standard-library template is used in it,
 // so no ISA-specific copy of one can be picked by the linker for the portable code.

@@ -1,40 +1,42 @@
-// quantization/none: weights kept as stored (f32, f16 or bf16) and y = x W^T on them.
+// quantization/none: weights kept at their stored precision (f32, f16 or bf16) and y = x W^T on them.
 //
-// prepare_weight only records where the weight lives: f32 weights are used straight from the
-// (mmap'ed) model file, f16/bf16 rows are widened to f32 on the fly, one tile at a time.
-// linear splits the output features into tiles across the host's threads; a tile (kTile rows,
-// at most a few hundred KiB) stays in L2 while every input row streams past it, so each weight
-// byte comes from memory once per call whatever the batch size. The kernels (none_gemm.hpp,
-// AVX2+FMA when the CPU has it, key "simd") reduce every output element in one fixed order, so
-// results do not depend on the batch size: batched == alone, bit for bit.
+// prepare_weight repacks each weight into column panels of 16 output features stored k-major
+// (none_panel.hpp: the same element bytes, reordered), so the GEMM's micro-kernel does outer
+// products: 2 weight vectors x 6 broadcast x values -> 12 FMAs per k step, out of L1. The model
+// file's copy is then given back to the OS (except the token embedding, which the embedding
+// lookup keeps reading when it doubles as the classifier), so resident memory stays about the
+// file's size. linear hands each host thread an equal share of whole panels. Every output
+// element is one multiply-add chain in increasing k whatever the batch size, the blocking or
+// the thread: batched == alone, bit for bit. The kernel is AVX2+FMA when the CPU has it (config
+// key "simd"), else portable.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <boost/dll/alias.hpp>
 #include <nlohmann/json.hpp>
 
-#include <array>
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
 #include "../common/quant_plugin.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk_core.hpp"
-#include "none_gemm.hpp"
+#include "none_pages.hpp"
+#include "none_panel.hpp"
 
 namespace {
 
 using loom::sdk::ConfigError;
 using loom::sdk::Error;
 
-// Below this many input rows f16/bf16 weights are widened in registers (each weight is used by
-// so few rows that writing and re-reading a widened tile costs more than it saves).
-constexpr int64_t kWidenInRegistersBelow = 4;
+using loom_none::kPanel;
 
-// Output features per work item: a multiple of every register block (3, 4, 6, 12 rows), small
-// enough that the tile (48 rows x 8 KiB at in = 2048) stays in L2.
-constexpr int64_t kTile = 48;
+// Panels per step of a thread's share: the decode kernel takes 4 panels at a time.
+constexpr int64_t kShareAlign = 4;
 
 struct Options {
   bool simd = true;  // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
@@ -83,13 +85,13 @@ bool is_supported(loom_dtype t) {
   return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
 }
 
-// A prepared weight: where it lives and how to read it. Never owns the data.
+// A prepared weight: its panels, owned.
 struct Weight {
-  loom_dtype dtype;
-  int64_t out_features;
-  int64_t in_features;
-  int64_t row_stride;  // elements
-  const void* data;
+  struct Free {
+    void operator()(void* p) const { ::operator delete(p, std::align_val_t{64}); }
+  };
+  loom_none::PanelView view;
+  std::unique_ptr<void, Free> panels;
 };
 
 class NoneQuantization {
@@ -99,7 +101,7 @@ class NoneQuantization {
   static Options parse(const char* config_json) { return parse_config(config_json); }
 
   NoneQuantization(const loom_host_api* host, const Options& opt)
-      : host_(host), kernels_(loom_none::select_kernels(opt.simd)) {
+      : host_(host), kernel_(loom_none::select_panel_kernels(opt.simd)) {
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
@@ -110,7 +112,9 @@ class NoneQuantization {
                                       " are not supported (f32, f16 and bf16 are)");
   }
 
-  Weight* prepare(const loom_tensor_view* w) const {
+  Weight* prepare(const loom_tensor_view* w) const { return prepare(w, nullptr); }
+
+  Weight* prepare(const loom_tensor_view* w, const loom_weight_info* info) const {
     if (w == nullptr || w->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight is null");
     if (!is_supported(w->dtype))
       throw Error(LOOM_ERR_UNSUPPORTED, std::string("quantization none: weights of dtype ") +
@@ -119,79 +123,63 @@ class NoneQuantization {
         w->strides[0] < w->shape[1])
       throw Error(LOOM_ERR_INVALID_ARGUMENT,
                   "quantization none: weight must be a 2-d [out, in] view with contiguous rows");
-    return new Weight{w->dtype, w->shape[0], w->shape[1], w->strides[0], w->data};
+    const int64_t out = w->shape[0], in = w->shape[1];
+    auto weight = std::make_unique<Weight>();
+    weight->view = loom_none::PanelView{w->dtype, out, in, (out + kPanel - 1) / kPanel, nullptr};
+    const auto bytes = static_cast<size_t>(loom_none::panel_bytes(weight->view) * weight->view.n_panels);
+    weight->panels.reset(::operator new(bytes, std::align_val_t{64}));
+    loom_none::advise_huge_pages(weight->panels.get(), static_cast<int64_t>(bytes));
+    loom_none::pack_panels(w->data, w->strides[0], weight->view, weight->panels.get());
+    weight->view.data = weight->panels.get();
+    // The file's copy is not read again, unless it is the token embedding serving as the tied
+    // classifier (the embedding lookup reads it) or nothing says which tensor it is.
+    if (info != nullptr && info->name != nullptr && std::strcmp(info->name, "token_embd.weight") != 0) {
+      const int64_t elem = loom_none::element_bytes(w->dtype);
+      loom_none::release_file_pages(w->data, ((out - 1) * w->strides[0] + in) * elem);
+    }
+    return weight.release();
   }
 
-  void linear(const Weight& w, const loom_tensor_view* x, loom_tensor_view* y) {
+  void linear(const Weight& weight, const loom_tensor_view* x, loom_tensor_view* y) {
+    const loom_none::PanelView& w = weight.view;
     if (x == nullptr || y == nullptr || x->data == nullptr || y->data == nullptr)
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
     if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
       throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: x and y must be f32");
-    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in_features || y->shape[1] != w.out_features ||
+    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in || y->shape[1] != w.out ||
         x->shape[0] != y->shape[0] || x->strides[1] != 1 || y->strides[1] != 1)
       throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                  "quantization none: linear expects x [n, " + std::to_string(w.in_features) + "] and y [n, " +
-                      std::to_string(w.out_features) + "], got x [" + std::to_string(x->shape[0]) + ", " +
+                  "quantization none: linear expects x [n, " + std::to_string(w.in) + "] and y [n, " +
+                      std::to_string(w.out) + "], got x [" + std::to_string(x->shape[0]) + ", " +
                       std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
                       std::to_string(y->shape[1]) + "]");
-    const int64_t n = x->shape[0], in = w.in_features, out = w.out_features;
+    const int64_t n = x->shape[0];
+    if (n == 0) return;
     const int64_t xs = x->strides[0], ys = y->strides[0];
     const auto* xd = static_cast<const float*>(x->data);
     auto* yd = static_cast<float*>(y->data);
-    const int64_t n_tiles = (out + kTile - 1) / kTile;
+    const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(host_.num_threads(), w.n_panels));
+    // First panel of share i: equal shares rounded to kShareAlign panels.
+    const auto share_begin = [&](int64_t i) {
+      if (i >= shares) return w.n_panels;
+      return std::min(w.n_panels, (w.n_panels * i / shares + kShareAlign / 2) / kShareAlign * kShareAlign);
+    };
+    const auto need = static_cast<size_t>(loom_none::scratch_floats(n, w.in));
 
-    host_.parallel_for(n_tiles, [&](int64_t begin, int64_t end, int32_t thread) {
+    host_.parallel_for(shares, [&](int64_t begin, int64_t end, int32_t thread) {
       if (thread < 0 || static_cast<size_t>(thread) >= scratch_.size())
         throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
-      std::vector<float>& widened = scratch_[static_cast<size_t>(thread)];  // [kTile, in]
-      std::array<const float*, kTile> rows{};
-      std::array<const uint16_t*, kTile> rows16{};
-      const int64_t elem_bytes = w.dtype == LOOM_DTYPE_F32 ? 4 : 2;
-      const bool half_direct = w.dtype != LOOM_DTYPE_F32 && kernels_.tile_half != nullptr && n < kWidenInRegistersBelow;
-      const int64_t row_bytes = w.row_stride * elem_bytes;
-      for (int64_t tile = begin; tile < end; ++tile) {
-        const int64_t o0 = tile * kTile;
-        const int64_t n_rows = std::min(kTile, out - o0);
-        // The next tile's weight rows, [next_rows, in] strided: the kernel prefetches them.
-        const int64_t next_rows = tile + 1 < end ? std::min(kTile, out - o0 - kTile) : 0;
-        const void* next = next_rows > 0 ? static_cast<const char*>(w.data) + (o0 + kTile) * row_bytes : nullptr;
-        const int64_t next_bytes = next_rows > 0 ? (next_rows - 1) * row_bytes + in * elem_bytes : 0;
-        if (half_direct) {
-          for (int64_t j = 0; j < n_rows; ++j)
-            rows16[static_cast<size_t>(j)] = static_cast<const uint16_t*>(w.data) + (o0 + j) * w.row_stride;
-          kernels_.tile_half(rows16.data(), w.dtype == LOOM_DTYPE_BF16, n_rows, xd, xs, n, in, yd + o0, ys, next,
-                             next_bytes);
-          continue;
-        }
-        load_tile(w, o0, n_rows, widened, rows);
-        kernels_.tile(rows.data(), n_rows, xd, xs, n, in, yd + o0, ys, next, next_bytes);
-      }
+      std::vector<float>& scratch = scratch_[static_cast<size_t>(thread)];  // packed x, grown to the largest need
+      if (scratch.size() < need) scratch.resize(need);
+      const int64_t p_begin = share_begin(begin), p_end = share_begin(end);
+      if (p_begin < p_end) kernel_.gemm(w, p_begin, p_end, xd, xs, n, yd, ys, scratch.data());
     });
   }
 
  private:
-  // Points rows[j] at weight row o0 + j as f32: straight into the weight when it is f32, else
-  // into `widened` after converting.
-  void load_tile(const Weight& w, int64_t o0, int64_t n_rows, std::vector<float>& widened,
-                 std::array<const float*, kTile>& rows) const {
-    const int64_t in = w.in_features;
-    if (w.dtype == LOOM_DTYPE_F32) {
-      for (int64_t j = 0; j < n_rows; ++j)
-        rows[static_cast<size_t>(j)] = static_cast<const float*>(w.data) + (o0 + j) * w.row_stride;
-      return;
-    }
-    if (widened.size() < static_cast<size_t>(kTile * in)) widened.resize(static_cast<size_t>(kTile * in));
-    for (int64_t j = 0; j < n_rows; ++j) {
-      const uint16_t* src = static_cast<const uint16_t*>(w.data) + (o0 + j) * w.row_stride;
-      float* dst = widened.data() + j * in;
-      kernels_.widen(src, dst, in, w.dtype == LOOM_DTYPE_BF16);
-      rows[static_cast<size_t>(j)] = dst;
-    }
-  }
-
   loom::sdk::Host host_;
-  loom_none::Kernels kernels_;
-  std::vector<std::vector<float>> scratch_;  // per thread: one widened tile, reused
+  loom_none::PanelKernels kernel_;
+  std::vector<std::vector<float>> scratch_;  // per thread: packed rows of x, reused
 };
 
 // ---- C ABI ----------------------------------------------------------------------------------
@@ -201,7 +189,7 @@ using Abi = loom_quant::PluginAbi<NoneQuantization>;
 const loom_plugin_desc kDesc = {
     sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
     LOOM_QUANTIZATION_IFACE_MINOR, "none", "0.1.0",
-    "unquantized f32/f16/bf16 weights; threaded, cache-blocked GEMM (AVX2+FMA when available)",
+    "unquantized f32/f16/bf16 weights in column panels; threaded, cache-blocked GEMM (AVX2+FMA when available)",
     nullptr, &Abi::validate, &Abi::create, &Abi::destroy};
 
 }  // namespace

@@ -1,0 +1,79 @@
+// Column panels of a weight and the GEMM on them (BLIS-style outer products).
+//
+// Layout: W [out, in] is cut into panels of kPanel output features; panel p is stored k-major,
+// panel[k][j] = W[p * kPanel + j][k] (j < kPanel, the last panel zero-padded), in the weight's
+// own element type (f32, f16 or bf16: the same bytes as the file, reordered). The panels lie one
+// after another: [n_panels][in][kPanel].
+//
+// Batch invariance: every output element is ONE chain of multiply-adds in strictly increasing k,
+// acc = acc + x[t][k] * w[o][k] from acc = 0, k = 0 .. in-1, whatever n is, however rows,
+// panels and k are blocked and whichever thread runs it. Blocking k only stores the chain's
+// partial value in y and reloads it, which changes no bit. The AVX2 kernel fuses each
+// multiply-add, the portable one rounds both (-ffp-contract=off): they differ from each other,
+// never within themselves.
+#pragma once
+
+#include <cstdint>
+
+#include "loom/quantization.h"
+
+namespace loom_none {
+
+constexpr int64_t kPanel = 16;  // output features per panel: two 8-float vectors
+
+// A prepared weight in panels. Owns nothing.
+struct PanelView {
+  loom_dtype dtype;  // F32, F16 or BF16: the element type of `data`
+  int64_t out, in;
+  int64_t n_panels;  // ceil(out / kPanel)
+  const void* data;  // [n_panels][in][kPanel]
+};
+
+inline int64_t element_bytes(loom_dtype t) { return t == LOOM_DTYPE_F32 ? 4 : 2; }
+inline int64_t panel_bytes(const PanelView& w) { return w.in * kPanel * element_bytes(w.dtype); }
+
+// Rows of x packed at a time by the prefill kernel (kBlockRows x block_k floats of scratch: up to
+// 288 KiB, in L2) and the k block the weight panels are walked in: block_k x kPanel elements,
+// 16 KiB, so a panel's block stays in L1 while every packed row group passes.
+constexpr int64_t kBlockRows = 144;
+constexpr int64_t kBlockBytes = 16384;
+inline int64_t block_k(loom_dtype t) { return kBlockBytes / (kPanel * element_bytes(t)); }
+
+// Floats of per-thread scratch panel_gemm needs for n rows of `in` features: packed x (decode
+// packs all of x, unblocked in k), plus 8 floats the packing may write past its end.
+inline int64_t scratch_floats(int64_t n, int64_t in) {
+  const int64_t decode = n * in;
+  const int64_t prefill = kBlockRows * kBlockBytes / (kPanel * 2);
+  return (decode > prefill ? decode : prefill) + 8;
+}
+
+// y[t * ys + o] = sum_k x[t * xs + k] * W[o][k] for t < n and the features of panels
+// [p_begin, p_end) (those below w.out). scratch: scratch_floats(n, w.in) floats.
+using PanelGemm = void (*)(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs,
+                           int64_t n, float* y, int64_t ys, float* scratch);
+
+// Reorders W [out, in] (row stride row_stride elements, element type w.dtype) into w's panels at
+// dst (panel_bytes(w) * w.n_panels bytes): a plain byte shuffle, no rounding.
+void pack_panels(const void* src, int64_t row_stride, const PanelView& w, void* dst);
+
+void panel_gemm_portable(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs,
+                         int64_t n, float* y, int64_t ys, float* scratch);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#ifndef LOOM_NONE_HAVE_AVX2
+#define LOOM_NONE_HAVE_AVX2 1
+#endif
+bool cpu_has_avx2_fma_f16c();
+void panel_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n,
+                     float* y, int64_t ys, float* scratch);
+#endif
+
+struct PanelKernels {
+  PanelGemm gemm;
+  const char* name;  // "portable" or "avx2+fma"
+};
+
+// The fastest kernel this CPU runs, or the portable one when allow_simd is false.
+PanelKernels select_panel_kernels(bool allow_simd);
+
+}  // namespace loom_none
