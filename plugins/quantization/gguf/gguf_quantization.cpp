@@ -29,6 +29,7 @@
 #include "gguf_kernels.hpp"
 #include "gguf_plain.hpp"
 #include "../common/quant_plugin.hpp"
+#include "../common/weight_pages.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
@@ -124,8 +125,8 @@ class GgufQuantization {
         delete weight;
         throw;
       }
-      loom_gguf::release_file_pages(
-          weight->data, static_cast<size_t>((weight->out_features - 1) * weight->row_bytes + in / g::kQK * geo.bytes));
+      loom_quant::release_file_pages(
+          weight->data, static_cast<int64_t>((weight->out_features - 1) * weight->row_bytes + in / g::kQK * geo.bytes));
     }
     return weight;
   }

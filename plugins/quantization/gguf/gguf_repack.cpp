@@ -1,16 +1,12 @@
-// Repacking Q4_0 and Q8_0 weights into the x8 layout, the activation block info its kernels need, and
-// giving the repacked file pages back.
+// Repacking Q4_0 and Q8_0 weights into the x8 layout (in huge pages where the kernel gives them),
+// and the activation block info its kernels need.
 #include "gguf_repack.hpp"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
-#include <cinttypes>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <new>
 
+#include "../common/weight_pages.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 namespace loom_gguf {
@@ -33,6 +29,7 @@ PackedWeight pack(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_
   void* mem = std::aligned_alloc(64, total);
   if (mem == nullptr) throw std::bad_alloc();
   p.data = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(mem), &std::free);
+  loom_quant::advise_huge_pages(mem, static_cast<int64_t>(total));  // before the first write
   std::memset(mem, 0, total);  // padding rows: zero quants, zero scales
   for (int64_t grp = 0; grp < n_groups; ++grp) {
     uint8_t* dst = p.data.get() + grp * p.group_bytes;
@@ -68,35 +65,6 @@ void activation_block_info(const uint8_t* xq, int64_t xq_row_bytes, int64_t n, i
       info.offset[t * nb + b] = 8 * s;
     }
   }
-}
-
-size_t release_file_pages(const void* p, size_t bytes) {
-  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t lo = (begin + page - 1) / page * page, hi = (begin + bytes) / page * page;
-  if (hi <= lo) return 0;
-  // The range must sit inside one mapping that is file-backed (inode != 0) and not writable:
-  // MADV_DONTNEED on anonymous or written private memory would lose its contents.
-  FILE* maps = std::fopen("/proc/self/maps", "r");
-  if (maps == nullptr) return 0;
-  bool safe = false;
-  char line[512];
-  while (std::fgets(line, sizeof(line), maps) != nullptr) {
-    uintmax_t start = 0, end = 0, offset = 0, inode = 0;
-    char perms[8] = {};
-    unsigned dev_major = 0, dev_minor = 0;
-    if (std::sscanf(line, "%jx-%jx %7s %jx %x:%x %ju", &start, &end, perms, &offset, &dev_major, &dev_minor,
-                    &inode) != 7)
-      continue;
-    if (start <= lo && hi <= end) {
-      safe = perms[0] == 'r' && perms[1] != 'w' && inode != 0;
-      break;
-    }
-  }
-  std::fclose(maps);
-  if (!safe) return 0;
-  if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_DONTNEED) != 0) return 0;
-  return hi - lo;
 }
 
 }  // namespace loom_gguf

@@ -52,10 +52,4 @@ void activation_block_info(const uint8_t* xq, int64_t xq_row_bytes, int64_t n, i
 using PackedKernel = void (*)(const PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
                               const ActivationBlockInfo& info, int64_t n, float* y, int64_t ys);
 
-// Gives back to the system the page-aligned interior of [p, p + bytes) when it lies in a
-// read-only file mapping (the mmap'ed model, once repacked, is not read again): only the
-// process's page-table entries go, the mapping stays valid. Anything else is left alone.
-// Returns the bytes released.
-size_t release_file_pages(const void* p, size_t bytes);
-
 }  // namespace loom_gguf

@@ -25,7 +25,7 @@
 #include "../common/quant_plugin.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk_core.hpp"
-#include "none_pages.hpp"
+#include "../common/weight_pages.hpp"
 #include "none_panel.hpp"
 
 namespace {
@@ -128,14 +128,14 @@ class NoneQuantization {
     weight->view = loom_none::PanelView{w->dtype, out, in, (out + kPanel - 1) / kPanel, nullptr};
     const auto bytes = static_cast<size_t>(loom_none::panel_bytes(weight->view) * weight->view.n_panels);
     weight->panels.reset(::operator new(bytes, std::align_val_t{64}));
-    loom_none::advise_huge_pages(weight->panels.get(), static_cast<int64_t>(bytes));
+    loom_quant::advise_huge_pages(weight->panels.get(), static_cast<int64_t>(bytes));
     loom_none::pack_panels(w->data, w->strides[0], weight->view, weight->panels.get());
     weight->view.data = weight->panels.get();
     // The file's copy is not read again, unless it is the token embedding serving as the tied
     // classifier (the embedding lookup reads it) or nothing says which tensor it is.
     if (info != nullptr && info->name != nullptr && std::strcmp(info->name, "token_embd.weight") != 0) {
       const int64_t elem = loom_none::element_bytes(w->dtype);
-      loom_none::release_file_pages(w->data, ((out - 1) * w->strides[0] + in) * elem);
+      loom_quant::release_file_pages(w->data, ((out - 1) * w->strides[0] + in) * elem);
     }
     return weight.release();
   }

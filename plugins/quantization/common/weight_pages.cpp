@@ -1,7 +1,7 @@
 // release_file_pages: /proc/self/maps says whether a range is a read-only file mapping, the only
 // memory MADV_DONTNEED may drop without changing what a later read sees. advise_huge_pages:
 // MADV_HUGEPAGE, which changes no contents.
-#include "none_pages.hpp"
+#include "weight_pages.hpp"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <cinttypes>
 #include <cstdio>
 
-namespace loom_none {
+namespace loom_quant {
 namespace {
 
 // True when every byte of [begin, end) lies in read-only mappings of a file (inode != 0).
@@ -58,4 +58,4 @@ void advise_huge_pages(void* data, int64_t bytes) {
   if (end > begin) (void)madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
-}  // namespace loom_none
+}  // namespace loom_quant

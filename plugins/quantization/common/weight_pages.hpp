@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-namespace loom_none {
+namespace loom_quant {
 
 // Drops this process's pages of [data, data + bytes) (the page-aligned interior) when the whole
 // range lies in read-only file mappings, e.g. the mmap'ed model file once its weight is repacked:
@@ -18,4 +18,4 @@ void release_file_pages(const void* data, int64_t bytes);
 // load, fewer TLB misses while the GEMM streams it). A hint: failures are ignored.
 void advise_huge_pages(void* data, int64_t bytes);
 
-}  // namespace loom_none
+}  // namespace loom_quant
