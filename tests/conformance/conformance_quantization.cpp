@@ -213,6 +213,8 @@ TEST(QuantizationNone, BlockedGemmIsBatchInvariant) {
   // Large enough for the GEMM's k blocks (256 f32 / 512 f16 values: in = 1100 makes three, the
   // last partial) and its 144-row activation blocks (n = 150 and 300 cross them).
   expect_batch_invariant(1100, 37, {150, 300}, 12);
+  // 13 panels, the last partial: several chunks of the shared-x prefill per row block.
+  expect_batch_invariant(1100, 200, {150, 300}, 13);
 }
 
 TEST(QuantizationNone, RejectsAnUnknownSimdValue) {

@@ -66,11 +66,43 @@ void panel_gemm_portable(const PanelView& w, int64_t p_begin, int64_t p_end, con
 bool cpu_has_avx2_fma_f16c();
 void panel_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n,
                      float* y, int64_t ys, float* scratch);
+void pack_x_avx2(const PanelView& w, const float* x, int64_t xs, int64_t n, int64_t block, float* xp);
+void packed_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                      float* y, int64_t ys);
 #endif
+
+// Prefill with ONE packed copy of x for all threads (instead of one per thread), in two phases
+// whose work items any free thread takes: first the blocks of x are packed (kBlockRows rows x
+// block_k() features each), then (row block, panel range) items each run all k blocks. A static
+// split of the panels made the faster thread wait for the slower one at every GEMM; the results
+// are the bits of PanelGemm (same tiles, same chains).
+// Block (m, kb) of the packed x starts at packed_x_offset(); its kBlockRows rows lie in groups of
+// the micro-kernel's rows, [kn][rows] each, and its packing may write 8 floats past its end.
+inline int64_t packed_x_blocks(int64_t n, int64_t in, loom_dtype t) {
+  return (n + kBlockRows - 1) / kBlockRows * ((in + block_k(t) - 1) / block_k(t));
+}
+inline int64_t packed_x_floats(int64_t n, int64_t in, loom_dtype t) {
+  return n * in + 8 * packed_x_blocks(n, in, t) + 8;
+}
+inline int64_t packed_x_offset(int64_t n, int64_t in, loom_dtype t, int64_t m, int64_t kb) {
+  const int64_t m0 = m * kBlockRows, k0 = kb * block_k(t);
+  const int64_t mn = n - m0 < kBlockRows ? n - m0 : kBlockRows;
+  const int64_t k_blocks = (in + block_k(t) - 1) / block_k(t);
+  return m0 * in + k0 * mn + 8 * (m * k_blocks + kb);  // 8 floats of slack after every block
+}
+// Packs block `block` (= m * k_blocks + kb) of x [n, w.in] into xp (packed_x_floats() floats).
+using PackX = void (*)(const PanelView& w, const float* x, int64_t xs, int64_t n, int64_t block, float* xp);
+// y rows of row block m, features of panels [p_begin, p_end), from the packed x.
+using PackedGemm = void (*)(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n,
+                            int64_t m, float* y, int64_t ys);
+// Rows from which linear takes the shared-prefill path (below: the decode kernels, per thread).
+constexpr int64_t kPrefillRows = 6;
 
 struct PanelKernels {
   PanelGemm gemm;
   const char* name;  // "portable" or "avx2+fma"
+  PackX pack_x = nullptr;  // the shared prefill, where the kernel has one (null: gemm for every n)
+  PackedGemm packed_gemm = nullptr;
 };
 
 // The fastest kernel this CPU runs, or the portable one when allow_simd is false.

@@ -172,6 +172,41 @@ void decode(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, 
   for (; p < p_end; ++p) tile<Load, R, 1>(wd + p * ps, ps, xp, w.in, y + p * kPanel, ys, cols_of(w, p, 1), true);
 }
 
+// Rows [0, mn) of one row block over one k block [k0, k0 + kn), for the panels [p_begin, p_end):
+// xp is the block packed (pack_rows), y its first row. k0 == 0 starts the chains.
+template <class Load>
+void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t mn, int64_t k0,
+               int64_t kn, float* y, int64_t ys) {
+  using T = typename Load::T;
+  const T* wd = static_cast<const T*>(w.data);
+  const int64_t ps = w.in * kPanel;
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    const T* wp = wd + p * ps + k0 * kPanel;
+    const int64_t cols = cols_of(w, p, 1);
+    float* yp = y + p * kPanel;
+    int64_t b0 = 0;
+    // The next panel's block (kn x 16 weights, from L3 or memory) comes into L2 a slice per
+    // row group, while this panel's block computes out of L1.
+    const char* ahead = p + 1 < p_end ? reinterpret_cast<const char*>(wp + ps) : nullptr;
+    const int64_t ahead_bytes = kn * kPanel * static_cast<int64_t>(sizeof(T));
+    const int64_t slice = (ahead_bytes / 64 + mn / kRows) / (mn / kRows > 0 ? mn / kRows : 1) * 64;
+    int64_t ahead_done = 0;
+    for (; b0 + kRows <= mn; b0 += kRows) {
+      if (ahead != nullptr)
+        for (int64_t e = ahead_done + slice; ahead_done < e && ahead_done < ahead_bytes; ahead_done += 64)
+          _mm_prefetch(ahead + ahead_done, _MM_HINT_T1);
+      // The next tile's partial sums (rows far apart in y, long evicted from L1 and L2 by
+      // the other panels) are fetched while this tile computes, not when it is loaded.
+      if (k0 > 0) {
+        const float* next = b0 + 2 * kRows <= mn ? yp + (b0 + kRows) * ys : y + (p + 1) * kPanel;
+        for (int r = 0; r < kRows; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * ys), _MM_HINT_T0);
+      }
+      tile<Load, kRows, 1>(wp, ps, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, k0 == 0);
+    }
+    if (b0 < mn) tile_rows<Load, 1>(mn - b0, wp, ps, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, k0 == 0);
+  }
+}
+
 template <class Load>
 void gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n, float* y,
           int64_t ys, float* xp) {
@@ -183,41 +218,26 @@ void gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, in
     case 5: decode<Load, 5, 1>(w, p_begin, p_end, x, xs, y, ys, xp); return;
     default: break;
   }
-  using T = typename Load::T;
-  const T* wd = static_cast<const T*>(w.data);
-  const int64_t ps = w.in * kPanel;
   const int64_t kb = block_k(w.dtype);
   for (int64_t m0 = 0; m0 < n; m0 += kBlockRows) {
     const int64_t mn = n - m0 < kBlockRows ? n - m0 : kBlockRows;
     for (int64_t k0 = 0; k0 < w.in; k0 += kb) {
       const int64_t kn = w.in - k0 < kb ? w.in - k0 : kb;
       pack_rows(x + m0 * xs, xs, mn, k0, kn, xp);
-      for (int64_t p = p_begin; p < p_end; ++p) {
-        const T* wp = wd + p * ps + k0 * kPanel;
-        const int64_t cols = cols_of(w, p, 1);
-        float* yp = y + m0 * ys + p * kPanel;
-        int64_t b0 = 0;
-        // The next panel's block (kn x 16 weights, from L3 or memory) comes into L2 a slice per
-        // row group, while this panel's block computes out of L1.
-        const char* ahead = p + 1 < p_end ? reinterpret_cast<const char*>(wp + ps) : nullptr;
-        const int64_t ahead_bytes = kn * kPanel * static_cast<int64_t>(sizeof(T));
-        const int64_t slice = (ahead_bytes / 64 + mn / kRows) / (mn / kRows > 0 ? mn / kRows : 1) * 64;
-        int64_t ahead_done = 0;
-        for (; b0 + kRows <= mn; b0 += kRows) {
-          if (ahead != nullptr)
-            for (int64_t e = ahead_done + slice; ahead_done < e && ahead_done < ahead_bytes; ahead_done += 64)
-              _mm_prefetch(ahead + ahead_done, _MM_HINT_T1);
-          // The next tile's partial sums (rows far apart in y, long evicted from L1 and L2 by
-          // the other panels) are fetched while this tile computes, not when it is loaded.
-          if (k0 > 0) {
-            const float* next = b0 + 2 * kRows <= mn ? yp + (b0 + kRows) * ys : y + m0 * ys + (p + 1) * kPanel;
-            for (int r = 0; r < kRows; ++r) _mm_prefetch(reinterpret_cast<const char*>(next + r * ys), _MM_HINT_T0);
-          }
-          tile<Load, kRows, 1>(wp, ps, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, k0 == 0);
-        }
-        if (b0 < mn) tile_rows<Load, 1>(mn - b0, wp, ps, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, k0 == 0);
-      }
+      row_block<Load>(w, p_begin, p_end, xp, mn, k0, kn, y + m0 * ys, ys);
     }
+  }
+}
+
+template <class Load>
+void packed_gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                 float* y, int64_t ys) {
+  const int64_t kb = block_k(w.dtype);
+  const int64_t m0 = m * kBlockRows;
+  const int64_t mn = n - m0 < kBlockRows ? n - m0 : kBlockRows;
+  for (int64_t k0 = 0, b = 0; k0 < w.in; k0 += kb, ++b) {
+    const int64_t kn = w.in - k0 < kb ? w.in - k0 : kb;
+    row_block<Load>(w, p_begin, p_end, xp + packed_x_offset(n, w.in, w.dtype, m, b), mn, k0, kn, y + m0 * ys, ys);
   }
 }
 
@@ -229,6 +249,25 @@ void panel_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const f
     case LOOM_DTYPE_F16: gemm<LoadF16>(w, p_begin, p_end, x, xs, n, y, ys, scratch); break;
     case LOOM_DTYPE_BF16: gemm<LoadBF16>(w, p_begin, p_end, x, xs, n, y, ys, scratch); break;
     default: gemm<LoadF32>(w, p_begin, p_end, x, xs, n, y, ys, scratch); break;
+  }
+}
+
+void pack_x_avx2(const PanelView& w, const float* x, int64_t xs, int64_t n, int64_t block, float* xp) {
+  const int64_t kb = block_k(w.dtype);
+  const int64_t k_blocks = (w.in + kb - 1) / kb;
+  const int64_t m = block / k_blocks, b = block % k_blocks;
+  const int64_t m0 = m * kBlockRows, k0 = b * kb;
+  const int64_t mn = n - m0 < kBlockRows ? n - m0 : kBlockRows;
+  const int64_t kn = w.in - k0 < kb ? w.in - k0 : kb;
+  pack_rows(x + m0 * xs, xs, mn, k0, kn, xp + packed_x_offset(n, w.in, w.dtype, m, b));
+}
+
+void packed_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                      float* y, int64_t ys) {
+  switch (w.dtype) {
+    case LOOM_DTYPE_F16: packed_gemm<LoadF16>(w, p_begin, p_end, xp, n, m, y, ys); break;
+    case LOOM_DTYPE_BF16: packed_gemm<LoadBF16>(w, p_begin, p_end, xp, n, m, y, ys); break;
+    default: packed_gemm<LoadF32>(w, p_begin, p_end, xp, n, m, y, ys); break;
   }
 }
 

@@ -5,7 +5,9 @@
 // products: 2 weight vectors x 6 broadcast x values -> 12 FMAs per k step, out of L1. The model
 // file's copy is then given back to the OS (except the token embedding, which the embedding
 // lookup keeps reading when it doubles as the classifier), so resident memory stays about the
-// file's size. linear hands each host thread an equal share of whole panels. Every output
+// file's size. linear hands each host thread an equal share of whole panels for a few rows; for a
+// prefill the threads share one packed copy of x and take (row block, panel chunk) items as they
+// free up. Every output
 // element is one multiply-add chain in increasing k whatever the batch size, the blocking or
 // the thread: batched == alone, bit for bit. The kernel is AVX2+FMA when the CPU has it (config
 // key "simd"), else portable.
@@ -15,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -158,6 +161,10 @@ class NoneQuantization {
     const int64_t xs = x->strides[0], ys = y->strides[0];
     const auto* xd = static_cast<const float*>(x->data);
     auto* yd = static_cast<float*>(y->data);
+    if (kernel_.pack_x != nullptr && n >= loom_none::kPrefillRows && host_.num_threads() > 1) {
+      prefill(w, xd, xs, n, yd, ys);
+      return;
+    }
     const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(host_.num_threads(), w.n_panels));
     // First panel of share i: equal shares rounded to kShareAlign panels.
     const auto share_begin = [&](int64_t i) {
@@ -177,9 +184,37 @@ class NoneQuantization {
   }
 
  private:
+  // The shared-x prefill (none_panel.hpp): every thread packs blocks of x, then computes (row
+  // block, panel chunk) items, each taking the next item as it frees up. Items go row block by
+  // row block, so the threads read the same packed rows (from L3) at about the same time.
+  void prefill(const loom_none::PanelView& w, const float* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+    const int64_t threads = host_.num_threads();
+    packed_.resize(static_cast<size_t>(loom_none::packed_x_floats(n, w.in, w.dtype)));
+    float* xp = packed_.data();
+    const int64_t blocks = loom_none::packed_x_blocks(n, w.in, w.dtype);
+    std::atomic<int64_t> next{0};
+    host_.parallel_for(threads, [&](int64_t, int64_t, int32_t) {
+      for (int64_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;)
+        kernel_.pack_x(w, x, xs, n, b, xp);
+    });
+    // Chunks of up to 8 panels (128 features: the packed rows come from L2 for all of them),
+    // at least 4 per thread and row block so that a late thread leaves little to wait for.
+    const int64_t chunk = std::clamp<int64_t>(w.n_panels / (4 * threads), 1, 8);
+    const int64_t chunks = (w.n_panels + chunk - 1) / chunk;
+    const int64_t items = (n + loom_none::kBlockRows - 1) / loom_none::kBlockRows * chunks;
+    next.store(0, std::memory_order_relaxed);
+    host_.parallel_for(threads, [&](int64_t, int64_t, int32_t) {
+      for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
+        const int64_t p0 = i % chunks * chunk;
+        kernel_.packed_gemm(w, p0, std::min(w.n_panels, p0 + chunk), xp, n, i / chunks, y, ys);
+      }
+    });
+  }
+
   loom::sdk::Host host_;
   loom_none::PanelKernels kernel_;
   std::vector<std::vector<float>> scratch_;  // per thread: packed rows of x, reused
+  std::vector<float> packed_;                // the prefill's shared packed x, reused
 };
 
 // ---- C ABI ----------------------------------------------------------------------------------
