@@ -25,6 +25,7 @@
 #include <limits>
 
 #include "loom/sdk_kv_quant.hpp"
+#include "loom/sdk_simd_exp.hpp"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
@@ -32,33 +33,9 @@
 namespace loom::flash_cpu {
 namespace {
 
-// e^x for 8 lanes, Cephes-style: x = n ln2 + r with |r| <= ln2/2 (ln2 split in two so r is
-// exact enough), e^r = 1 + r + r^2 p(r) with a degree-5 p, and 2^n built in the exponent bits.
-// About 1 ulp over the range online softmax uses (x <= 0). exp(0) is exactly 1 (r = 0 gives
-// 1 + 0 + 0), which keeps equal-score weights exact. Below ln(FLT_MIN) (including -inf, the
-// running max of a row before its first block) the result is 0, as std::exp's would underflow
-// to. NaN stays NaN.
-inline __m256 exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.33654f);
-  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_max_ps(lo, x);  // max returns its second operand for NaN, so NaN passes through
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r);
-  y = _mm256_add_ps(y, _mm256_set1_ps(1.0f));
-  // n >= -126 after the clamp, so 2^n is a normal float.
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-  return _mm256_andnot_ps(under, y);
-}
+// e^x for 8 lanes (loom/sdk_simd_exp.hpp): about 1 ulp, exp(0) exactly 1, 0 below ln(FLT_MIN)
+// (including -inf, the running max of a row before its first block).
+inline __m256 exp8(__m256 x) { return sdk::exp8_avx2(x); }
 
 inline float hsum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

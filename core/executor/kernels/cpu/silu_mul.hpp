@@ -1,4 +1,6 @@
-// SwiGLU's elementwise half: out = silu(gate) * up, silu(g) = g / (1 + exp(-g)).
+// SwiGLU's elementwise half: out = silu(gate) * up, silu(g) = g / (1 + exp(-g)). With AVX2+FMA the
+// exp is an 8-lane polynomial (loom/sdk_simd_exp.hpp, about 1 ulp), else libm's; either way each
+// element's bits depend only on its own gate and up.
 #pragma once
 
 #include <cstdint>
