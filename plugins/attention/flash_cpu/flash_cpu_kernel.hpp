@@ -58,7 +58,8 @@ struct TileScratch {
   std::vector<float> acc;     // [rows, head_dim] unnormalised weighted sum of V
   std::vector<float> m;       // [rows] running max of the scores
   std::vector<float> l;       // [rows] running sum of exp(score - m)
-  std::vector<float> scores;  // [block_size rounded up to 8] one row's scores, then weights, in one block
+  std::vector<float> scores;  // [rows of a group][block_size rounded up to 8] scores, then weights, in one block
+  std::vector<float> kt;      // [head_dim rounded up to 8][block_size rounded up to 8] AVX2: one block-head's K, transposed
   std::vector<float> k_block;  // [block_size, head_dim] dequantised K of one block-head (portable, non-f32 pools)
   std::vector<float> v_block;  // [block_size, head_dim] dequantised V
   std::vector<float> k_row_scales;  // [block_size rounded up to 8] fp8: one block-head's K row scales (AVX2)
