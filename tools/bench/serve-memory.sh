@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Resident memory of loom-server while it serves a model, against the bound the quantization
 # issue sets: peak RSS <= 1.15 x model file size + the configured KV pool.
-# The server runs with the `gguf` quantization plugin (block formats read in place from the
-# mapping), a paged KV pool of KV_MEMORY, and serves CONCURRENCY streams of random prompts so
+# The server runs with the `gguf` quantization plugin by default (block formats read in place
+# from the mapping; QUANTIZATION=none for an f16/bf16/f32 file, repacked into panels at load), a paged KV pool of KV_MEMORY, and serves CONCURRENCY streams of random prompts so
 # that the weights, the pool and the step buffers are all touched. RSS is sampled from
 # /proc/PID/status every 0.2 s; VmHWM (the kernel's own peak) is read at the end.
 #
 #   tools/bench/serve-memory.sh BUILD_DIR MODEL.gguf     (THREADS, KV_MEMORY=256MiB,
-#                                                         CONCURRENCY=8, PROMPTS=16, PORT)
+#                                                         CONCURRENCY=8, PROMPTS=16, PORT,
+#                                                         QUANTIZATION=gguf)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:?usage: serve-memory.sh BUILD_DIR MODEL.gguf}" && pwd)"
@@ -18,6 +19,7 @@ kv_memory="${KV_MEMORY:-256MiB}"
 concurrency="${CONCURRENCY:-8}"
 prompts="${PROMPTS:-16}"
 port="${PORT:-18490}"
+quantization="${QUANTIZATION:-gguf}"
 out="$build/bench-results/serve-memory"
 mkdir -p "$out"
 cfg="$out/server.toml"
@@ -35,7 +37,7 @@ level = "warn"
 [attention]
 plugin = "flash_cpu"
 [quantization]
-plugin = "gguf"
+plugin = "$quantization"
 [cache]
 plugin = "paged"
 kv_memory = "$kv_memory"

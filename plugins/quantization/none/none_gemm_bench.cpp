@@ -95,7 +95,7 @@ int main(int argc, char** argv) {
       const loom_dtype dt = type == WeightType::f32 ? LOOM_DTYPE_F32 : LOOM_DTYPE_F16;
       loom_none::PanelView pw{dt, s.out, s.in, (s.out + loom_none::kPanel - 1) / loom_none::kPanel, nullptr};
       std::vector<char> packed(static_cast<size_t>(loom_none::panel_bytes(pw) * pw.n_panels));
-      loom_none::pack_panels(wd, s.in, pw, packed.data());
+      loom_none::pack_panels(wd, s.in, pw, packed.data(), 0, pw.n_panels);
       pw.data = packed.data();
       const Times t_ref =
           times_of([&] { run_gemm(loom_none::panel_gemm_portable, pw, s, x.data(), y_ref.data(), threads); }, reps);

@@ -53,8 +53,10 @@ using PanelGemm = void (*)(const PanelView& w, int64_t p_begin, int64_t p_end, c
                            int64_t n, float* y, int64_t ys, float* scratch);
 
 // Reorders W [out, in] (row stride row_stride elements, element type w.dtype) into w's panels at
-// dst (panel_bytes(w) * w.n_panels bytes): a plain byte shuffle, no rounding.
-void pack_panels(const void* src, int64_t row_stride, const PanelView& w, void* dst);
+// dst (panel_bytes(w) * w.n_panels bytes), panels [p_begin, p_end) of them (disjoint ranges may be
+// packed by different threads): a plain byte shuffle, no rounding.
+void pack_panels(const void* src, int64_t row_stride, const PanelView& w, void* dst, int64_t p_begin,
+                 int64_t p_end);
 
 void panel_gemm_portable(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs,
                          int64_t n, float* y, int64_t ys, float* scratch);

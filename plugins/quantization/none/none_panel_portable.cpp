@@ -26,9 +26,9 @@ void widen_block(const PanelView& w, int64_t p, int64_t k0, int64_t kn, float* d
 }
 
 template <class T>
-void pack_typed(const T* src, int64_t row_stride, const PanelView& w, T* dst) {
+void pack_typed(const T* src, int64_t row_stride, const PanelView& w, T* dst, int64_t p_begin, int64_t p_end) {
   constexpr int64_t kStep = 64;  // k per pass: 16 source runs of 64 elements, a 1-2 KiB target
-  for (int64_t p = 0; p < w.n_panels; ++p) {
+  for (int64_t p = p_begin; p < p_end; ++p) {
     T* panel = dst + p * w.in * kPanel;
     for (int64_t k0 = 0; k0 < w.in; k0 += kStep) {
       const int64_t k1 = k0 + kStep < w.in ? k0 + kStep : w.in;
@@ -47,11 +47,12 @@ void pack_typed(const T* src, int64_t row_stride, const PanelView& w, T* dst) {
 
 }  // namespace
 
-void pack_panels(const void* src, int64_t row_stride, const PanelView& w, void* dst) {
+void pack_panels(const void* src, int64_t row_stride, const PanelView& w, void* dst, int64_t p_begin,
+                 int64_t p_end) {
   if (w.dtype == LOOM_DTYPE_F32) {
-    pack_typed(static_cast<const float*>(src), row_stride, w, static_cast<float*>(dst));
+    pack_typed(static_cast<const float*>(src), row_stride, w, static_cast<float*>(dst), p_begin, p_end);
   } else {
-    pack_typed(static_cast<const uint16_t*>(src), row_stride, w, static_cast<uint16_t*>(dst));
+    pack_typed(static_cast<const uint16_t*>(src), row_stride, w, static_cast<uint16_t*>(dst), p_begin, p_end);
   }
 }
 

@@ -132,7 +132,12 @@ class NoneQuantization {
     const auto bytes = static_cast<size_t>(loom_none::panel_bytes(weight->view) * weight->view.n_panels);
     weight->panels.reset(::operator new(bytes, std::align_val_t{64}));
     loom_quant::advise_huge_pages(weight->panels.get(), static_cast<int64_t>(bytes));
-    loom_none::pack_panels(w->data, w->strides[0], weight->view, weight->panels.get());
+    // Every thread packs a share of the panels: the copy, and the kernel's zeroing of the fresh
+    // (huge) pages it faults in, are most of a model's load time.
+    const loom_none::PanelView& v = weight->view;
+    host_.parallel_for(v.n_panels, [&](int64_t begin, int64_t end) {
+      loom_none::pack_panels(w->data, w->strides[0], v, weight->panels.get(), begin, end);
+    });
     weight->view.data = weight->panels.get();
     // The file's copy is not read again, unless it is the token embedding serving as the tied
     // classifier (the embedding lookup reads it) or nothing says which tensor it is.
