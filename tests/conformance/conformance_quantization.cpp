@@ -155,9 +155,11 @@ TEST(QuantizationNone, SaysWhyItRefusesADtype) {
 // a short last one here) never change an element's reduction order. in = 91 = 2 x 32 + 3 x 8 + 3
 // exercises the decode kernel's unrolled steps, its single 8-lane steps and the tail.
 // Every n in `ns` gives, row for row, the bits of the rows computed one at a time: for f32, f16
-// and bf16 weights [out, in], portable and AVX2 kernels.
-void expect_batch_invariant(int64_t in, int64_t out, const std::vector<int64_t>& ns, uint64_t seed) {
-  ThreadPool threads(2);
+// and bf16 weights [out, in], portable and AVX2 kernels, on n_threads host threads (one thread:
+// each linear is one share; more: a prefill takes the shared-x path).
+void expect_batch_invariant(int64_t in, int64_t out, const std::vector<int64_t>& ns, uint64_t seed,
+                            int32_t n_threads) {
+  ThreadPool threads(n_threads);
   PluginHost host(threads, {});
   loom_quantization_create_args a{};
   a.struct_size = sizeof(a);
@@ -206,15 +208,15 @@ TEST(QuantizationNone, EveryKernelIsBatchInvariant) {
   // a partial last 16-feature panel (101 = 6 x 16 + 5).
   std::vector<int64_t> ns(37);
   for (int64_t n = 1; n <= 37; ++n) ns[static_cast<size_t>(n - 1)] = n;
-  expect_batch_invariant(91, 101, ns, 11);
+  for (const int32_t t : {1, 2}) expect_batch_invariant(91, 101, ns, 11, t);
 }
 
 TEST(QuantizationNone, BlockedGemmIsBatchInvariant) {
   // Large enough for the GEMM's k blocks (256 f32 / 512 f16 values: in = 1100 makes three, the
   // last partial) and its 144-row activation blocks (n = 150 and 300 cross them).
-  expect_batch_invariant(1100, 37, {150, 300}, 12);
+  for (const int32_t t : {1, 2}) expect_batch_invariant(1100, 37, {150, 300}, 12, t);
   // 13 panels, the last partial: several chunks of the shared-x prefill per row block.
-  expect_batch_invariant(1100, 200, {150, 300}, 13);
+  expect_batch_invariant(1100, 200, {150, 300}, 13, 2);
 }
 
 TEST(QuantizationNone, RejectsAnUnknownSimdValue) {
