@@ -242,6 +242,11 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
   const loom_tensor_view vv = f32_view(v, {T, KVH, D});
   loom_tensor_view ov = f32_view(att, {T, H, D});
 
+  // Attention interface 1.1: RoPE of K fused into the plugin's cache write, when it offers that.
+  const bool fused_rope_k =
+      attn_.vt->struct_size >= offsetof(loom_attention_vtable, forward_rope_k) + sizeof(attn_.vt->forward_rope_k) &&
+      attn_.vt->forward_rope_k != nullptr;
+  const loom_rope rope = rope_.view();
   for (int32_t l = 0; l < hp_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
     // Attention sublayer: x += Wo · attn(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)). After the first
@@ -260,10 +265,15 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
       cpu::rmsnorm(k, D, L.k_norm.data(), k, D, T * KVH, D, hp_.rms_eps, pool);
     }
     rope_.apply(q, T, H, H * D, batch.positions.data(), pool);
-    rope_.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
     ErrorBuffer err;
     loom_error_buf eb = err.buf();
-    const loom_status s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
+    loom_status s;
+    if (fused_rope_k) {  // the plugin rotates each K row as it writes it to the pool
+      s = attn_.vt->forward_rope_k(attn_.self, &ab, &rope, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
+    } else {
+      rope_.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
+      s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
+    }
     if (s != LOOM_OK) throw Error("attention plugin forward failed at layer " + std::to_string(l) + ": " + err.str(), s);
     linear(L.wo, att, T, H * D, proj, dim);
 

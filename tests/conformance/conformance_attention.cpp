@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <cmath>
 #include <numeric>
@@ -17,6 +18,7 @@
 #include "core/executor/kv_pool.hpp"
 #include "loom/attention.h"
 #include "loom/sdk_kv_quant.hpp"
+#include "loom/sdk_rope.hpp"
 #include "tests/conformance/conformance_support.hpp"
 
 namespace loom {
@@ -91,7 +93,8 @@ Problem make_problem(const Shape& s, uint64_t seed, const std::vector<SeqPlan>& 
 
 // Runs the two steps (prior context, then the step under test) through one plugin instance;
 // returns the test step's output [num_tokens, heads, D] and leaves the pool filled.
-std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPool& pool) {
+// With `rope`, forward_rope_k gets the problem's k as it is (without RoPE) and rotates it.
+std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPool& pool, const loom_rope* rope = nullptr) {
   const Shape& s = p.shape;
   BatchBuilder builder(s.block_size);
   std::vector<float> out;
@@ -127,7 +130,11 @@ std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPool& poo
     const loom_tensor_view qv = view(q.data(), {T, H, D}), kv = view(k.data(), {T, KVH, D}),
                            vv = view(v.data(), {T, KVH, D});
     loom_tensor_view ov = view(out.data(), {T, H, D});
-    plugin.call("forward", &loom_attention_vtable::forward, &ab, &qv, &kv, &vv, &pool.k(0), &pool.v(0), &ov);
+    if (rope != nullptr)
+      plugin.call("forward_rope_k", &loom_attention_vtable::forward_rope_k, &ab, rope, &qv, &kv, &vv, &pool.k(0),
+                  &pool.v(0), &ov);
+    else
+      plugin.call("forward", &loom_attention_vtable::forward, &ab, &qv, &kv, &vv, &pool.k(0), &pool.v(0), &ov);
   }
   return out;
 }
@@ -340,6 +347,57 @@ TEST_P(AttentionConformance, PrefillRowsEqualOneTokenSteps) {
     }
   }
   ASSERT_GT(tested, 0) << name << " takes no KV dtype at all";
+}
+
+// Attention interface 1.1: a plugin with forward_rope_k, given k without RoPE, leaves the pool and
+// the outputs bit for bit as rotating k with loom/sdk_rope.hpp and calling forward does: for
+// interleaved and NeoX pairs, all or part of head_dim rotated, every KV dtype it takes.
+TEST_P(AttentionConformance, ForwardRopeKEqualsRopeThenForward) {
+  const auto& [name, shape] = GetParam();
+  const Problem p = make_problem(shape, 71, {{0, 37}, {12, 5}, {40, 1}});
+  int tested = 0;
+  for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16, LOOM_DTYPE_I8, LOOM_DTYPE_FP8_E4M3}) {
+    std::string skip;
+    const auto plugin = make(name, shape, &skip, dtype);
+    if (!plugin) continue;
+    const auto& vt = plugin->vtable<loom_attention_vtable>();
+    if (vt.struct_size < offsetof(loom_attention_vtable, forward_rope_k) + sizeof(vt.forward_rope_k) ||
+        vt.forward_rope_k == nullptr)
+      GTEST_SKIP() << name << " does not rotate K itself (the host does)";
+    for (const int32_t neox : {0, 1}) {
+      for (const int32_t rope_dim : {shape.head_dim, shape.head_dim / 2}) {
+        std::vector<double> inv_freq(static_cast<size_t>(rope_dim / 2));
+        for (int32_t i = 0; i < rope_dim / 2; ++i)
+          inv_freq[static_cast<size_t>(i)] = std::pow(10000.0, -2.0 * i / rope_dim);
+        const loom_rope rope{sizeof(loom_rope), rope_dim, neox, inv_freq.data(), neox != 0 ? 1.0 : 1.25};
+        // The same problem with every K row rotated by its position: what forward gets.
+        Problem rotated = p;
+        for (size_t i = 0; i < p.plan.size(); ++i) {
+          const int32_t ctx = p.plan[i].prior + p.plan[i].fresh;
+          for (int32_t pos = 0; pos < ctx; ++pos) {
+            float cos_t[sdk::rope::kMaxPairs], sin_t[sdk::rope::kMaxPairs];
+            sdk::rope::angles(rope, pos, cos_t, sin_t);
+            for (int32_t h = 0; h < shape.n_kv_heads; ++h)
+              sdk::rope::rotate(rope, rotated.k[i].data() + (static_cast<int64_t>(pos) * shape.n_kv_heads + h) * shape.head_dim,
+                                cos_t, sin_t);
+          }
+        }
+        const KvPoolShape ps{1, p.num_blocks, shape.block_size, shape.n_kv_heads, shape.head_dim, dtype};
+        KvPool want_pool(ps), got_pool(ps);
+        const std::vector<float> want = run(*plugin, rotated, want_pool);
+        const std::vector<float> got = run(*plugin, p, got_pool, &rope);
+        const std::string what = name + " kv " + sdk::kv::dtype_name(dtype) + (neox ? " neox" : " interleaved") +
+                                 " rope_dim " + std::to_string(rope_dim);
+        ASSERT_EQ(got.size(), want.size());
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << what;
+        const size_t pool_bytes = static_cast<size_t>(ps.num_blocks) * static_cast<size_t>(want_pool.block_bytes());
+        ASSERT_EQ(std::memcmp(got_pool.k(0).data, want_pool.k(0).data, pool_bytes), 0) << what << ": K pool";
+        ASSERT_EQ(std::memcmp(got_pool.v(0).data, want_pool.v(0).data, pool_bytes), 0) << what << ": V pool";
+      }
+    }
+    ++tested;
+  }
+  if (tested == 0) GTEST_SKIP() << name << " takes no KV dtype";
 }
 
 // flash_cpu gives each work item a run of several KV heads, a path the six-sequence plan above

@@ -68,15 +68,18 @@ class ModelRunner {
   static constexpr int32_t kBlockSize = 16;
   static constexpr int32_t kNumBlocks = 256;
 
-  // `attention` and `kv_dtype` choose the attention plugin and the KV pool's element type.
+  // `attention` and `kv_dtype` choose the attention plugin and the KV pool's element type;
+  // rope_in_plugin = false hides the plugin's forward_rope_k, so the executor rotates K itself.
   explicit ModelRunner(const GgufFile& file, int32_t threads = 2, const std::string& attention = "naive",
-                       loom_dtype kv_dtype = LOOM_DTYPE_F32)
+                       loom_dtype kv_dtype = LOOM_DTYPE_F32, bool rope_in_plugin = true)
       : weights_(load_llama_weights(file)),
         threads_(threads),
         plugins_(threads_, weights_.hparams, kBlockSize, attention, "none", kv_dtype),
+        attention_vt_(without_rope_k(plugins_.attn->vtable<loom_attention_vtable>(), rope_in_plugin)),
         pool_(KvPoolShape{weights_.hparams.n_layers, kNumBlocks, kBlockSize, weights_.hparams.n_kv_heads,
                           weights_.hparams.head_dim, kv_dtype}),
-        executor_(weights_, plugins_.attention_ops(), plugins_.quant_ops(), pool_, threads_),
+        executor_(weights_, AttentionOps{plugins_.attn->self(), &attention_vt_}, plugins_.quant_ops(), pool_,
+                  threads_),
         builder_(kBlockSize) {}
 
   const LlamaHparams& hparams() const { return weights_.hparams; }
@@ -116,9 +119,15 @@ class ModelRunner {
   }
 
  private:
+  static loom_attention_vtable without_rope_k(loom_attention_vtable vt, bool keep) {
+    if (!keep) vt.forward_rope_k = nullptr;
+    return vt;
+  }
+
   LlamaWeights weights_;
   ThreadPool threads_;
   ModelPlugins plugins_;
+  loom_attention_vtable attention_vt_;  // the plugin's table, or a copy without forward_rope_k
   KvPool pool_;
   ModelExecutor executor_;
   BatchBuilder builder_;

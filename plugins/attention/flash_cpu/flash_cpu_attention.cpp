@@ -30,6 +30,7 @@
 #include "loom/attention.h"
 #include "loom/sdk.hpp"
 #include "loom/sdk_kv_quant.hpp"
+#include "loom/sdk_rope.hpp"
 
 namespace {
 
@@ -153,6 +154,24 @@ class FlashCpuAttention {
   void forward(const loom_attention_batch* b, const loom_tensor_view* q, const loom_tensor_view* k,
                const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache,
                loom_tensor_view* out) {
+    run(b, nullptr, q, k, v, k_cache, v_cache, out);
+  }
+
+  // Interface 1.1: k arrives without RoPE; each row is rotated on its way into the pool.
+  void forward_rope_k(const loom_attention_batch* b, const loom_rope* rope, const loom_tensor_view* q,
+                      const loom_tensor_view* k, const loom_tensor_view* v, loom_tensor_view* k_cache,
+                      loom_tensor_view* v_cache, loom_tensor_view* out) {
+    if (rope == nullptr || rope->struct_size < sizeof(loom_rope) || rope->inv_freq == nullptr ||
+        rope->rope_dim <= 0 || rope->rope_dim % 2 != 0 || rope->rope_dim > args_.head_dim ||
+        rope->rope_dim / 2 > loom::sdk::rope::kMaxPairs)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "forward_rope_k: rope must give an even rope_dim of at most head_dim " +
+                                                 std::to_string(args_.head_dim) + " and its frequencies");
+    run(b, rope, q, k, v, k_cache, v_cache, out);
+  }
+
+ private:
+  void run(const loom_attention_batch* b, const loom_rope* rope, const loom_tensor_view* q, const loom_tensor_view* k,
+           const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out) {
     if (b == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "batch is null");
     const int64_t T = b->num_tokens, H = args_.n_heads, KVH = args_.n_kv_heads, D = args_.head_dim;
     if (b->block_size != args_.block_size)
@@ -178,12 +197,11 @@ class FlashCpuAttention {
     }
     if (T == 0) return;
     check_batch(*b, k_cache->shape[0]);
-    write_kv(*b, *k, *v, *k_cache, *v_cache);
+    write_kv(*b, rope, *k, *v, *k_cache, *v_cache);
     build_items(*b);
     run_items(*b, *q, *k_cache, *v_cache, *out);
   }
 
- private:
   // A tile of one sequence's query tokens against KV heads kv_head .. kv_head + kv_heads - 1.
   // `cost` ~ rows x blocks walked.
   struct Item {
@@ -229,32 +247,39 @@ class FlashCpuAttention {
 
   // Step 1: the new K/V rows go in first, so a token attends to itself and to the earlier tokens
   // of the same step. Serial on purpose: duplicate slots (never valid) still end last-write-wins,
-  // exactly like `naive`.
-  void write_kv(const loom_attention_batch& b, const loom_tensor_view& k, const loom_tensor_view& v,
-                const loom_tensor_view& k_cache, const loom_tensor_view& v_cache) const {
-    if (args_.kv_dtype != LOOM_DTYPE_F32) {
-      const int64_t bs = b.block_size, es = loom::sdk::kv::element_size(args_.kv_dtype);
-      for (int64_t t = 0; t < b.num_tokens; ++t) {
-        const int64_t slot = b.slot_mapping[t];
-        for (int64_t h = 0; h < args_.n_kv_heads; ++h) {
-          for (auto [src, cache] : {std::pair{&k, &k_cache}, std::pair{&v, &v_cache}}) {
-            char* block = static_cast<char*>(cache->data) + (slot / bs) * cache->strides[0] * es;
-            loom::sdk::kv::write_row(args_.kv_dtype, block, slot % bs, h,
-                                     static_cast<const float*>(src->data) + t * src->strides[0] + h * src->strides[1],
-                                     bs, args_.n_kv_heads, args_.head_dim);
-          }
-        }
-      }
-      return;
-    }
-    const size_t row_bytes = static_cast<size_t>(args_.head_dim) * sizeof(float);
+  // exactly like `naive`. With `rope` (forward_rope_k) each K row is rotated on the way, from a
+  // row-sized copy: the angles once per token, loom/sdk_rope.hpp's arithmetic (this file is built
+  // with -ffp-contract=off, like the host's RoPE), so the pool holds the host's bits.
+  void write_kv(const loom_attention_batch& b, const loom_rope* rope, const loom_tensor_view& k,
+                const loom_tensor_view& v, const loom_tensor_view& k_cache, const loom_tensor_view& v_cache) {
+    const int64_t bs = b.block_size, es = loom::sdk::kv::element_size(args_.kv_dtype);
+    const int64_t D = args_.head_dim;
+    const size_t row_bytes = static_cast<size_t>(D) * sizeof(float);
+    float cos_t[loom::sdk::rope::kMaxPairs];
+    float sin_t[loom::sdk::rope::kMaxPairs];
+    rotated_.resize(static_cast<size_t>(D));
+    // Row h of token t of src, or, for K under `rope`, its rotated copy.
+    const auto row = [&](const loom_tensor_view& src, int64_t t, int64_t h) -> const float* {
+      const float* r = static_cast<const float*>(src.data) + t * src.strides[0] + h * src.strides[1];
+      if (rope == nullptr || &src != &k) return r;
+      std::memcpy(rotated_.data(), r, row_bytes);
+      loom::sdk::rope::rotate(*rope, rotated_.data(), cos_t, sin_t);
+      return rotated_.data();
+    };
     for (int64_t t = 0; t < b.num_tokens; ++t) {
       const int64_t slot = b.slot_mapping[t];
+      if (rope != nullptr) loom::sdk::rope::angles(*rope, b.positions[t], cos_t, sin_t);
       for (int64_t h = 0; h < args_.n_kv_heads; ++h) {
-        std::memcpy(pool_row(k_cache, slot, h), static_cast<const float*>(k.data) + t * k.strides[0] + h * k.strides[1],
-                    row_bytes);
-        std::memcpy(pool_row(v_cache, slot, h), static_cast<const float*>(v.data) + t * v.strides[0] + h * v.strides[1],
-                    row_bytes);
+        for (auto [src, cache] : {std::pair{&k, &k_cache}, std::pair{&v, &v_cache}}) {
+          if (args_.kv_dtype == LOOM_DTYPE_F32) {
+            std::memcpy(pool_row(*cache, slot, h), row(*src, t, h), row_bytes);
+            continue;
+          }
+          // Encoded pools are written through the SDK block layout (scales after the data).
+          char* block = static_cast<char*>(cache->data) + (slot / bs) * cache->strides[0] * es;
+          loom::sdk::kv::write_row(args_.kv_dtype, block, slot % bs, h, row(*src, t, h), bs, args_.n_kv_heads,
+                                   args_.head_dim);
+        }
       }
     }
   }
@@ -351,6 +376,7 @@ class FlashCpuAttention {
 
   loom::sdk::Host host_;
   loom_attention_create_args args_;
+  std::vector<float> rotated_;  // write_kv: one K row after RoPE
   fc::TileKernel kernel_ = nullptr;
   std::vector<Item> items_;  // [work items] of the current step, reused across steps
   struct Scratch {

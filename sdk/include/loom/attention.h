@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 #define LOOM_ATTENTION_IFACE_MAJOR 1
-#define LOOM_ATTENTION_IFACE_MINOR 0
+#define LOOM_ATTENTION_IFACE_MINOR 1
 
 /* Engine-wide facts an attention plugin is created with. */
 typedef struct loom_attention_create_args {
@@ -23,6 +23,17 @@ typedef struct loom_attention_create_args {
   loom_device device;
 } loom_attention_create_args;
 
+/* Rotary position embedding of one model (minor 1): pair i of each head's first rope_dim values is
+ * rotated by the angle pos * inv_freq[i]; cos and sin are computed in double and scaled by
+ * attention_factor before rounding to float (loom/sdk_rope.hpp has the reference code). */
+typedef struct loom_rope {
+  uint32_t struct_size;
+  int32_t rope_dim;           /* rotated values per head: even, <= head_dim */
+  int32_t neox;               /* 1: pairs (i, i + rope_dim/2), rotate_half; 0: adjacent (2i, 2i+1) */
+  const double* inv_freq;     /* [rope_dim / 2], any scaling already applied */
+  double attention_factor;    /* 1 unless the scaling says otherwise (yarn) */
+} loom_rope;
+
 typedef struct loom_attention_vtable {
   uint32_t struct_size;
   /* Writes this step's new K/V into the pool at batch->slot_mapping, then computes causal
@@ -35,6 +46,14 @@ typedef struct loom_attention_vtable {
                          const loom_tensor_view* k, const loom_tensor_view* v,
                          loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
                          loom_error_buf* err);
+  /* Optional (minor 1; NULL or beyond struct_size when absent): forward, with k WITHOUT RoPE. The
+   * plugin rotates each new K row by `rope` at its token's position as it writes the row to the
+   * pool, saving the host a pass over k. The pool and out must be bit for bit what rotating k with
+   * loom/sdk_rope.hpp and calling forward gives. q still arrives rotated. */
+  loom_status (*forward_rope_k)(void* self, const loom_attention_batch* batch, const loom_rope* rope,
+                                const loom_tensor_view* q, const loom_tensor_view* k, const loom_tensor_view* v,
+                                loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
+                                loom_error_buf* err);
 } loom_attention_vtable;
 
 #ifdef __cplusplus

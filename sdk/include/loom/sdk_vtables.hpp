@@ -92,7 +92,28 @@ struct VtableFor<loom_attention_vtable, T> {
     return detail::guarded(
         err, [&] { return detail::self_as<T>(s).forward(batch, q, k, v, k_cache, v_cache, out); });
   }
-  static constexpr loom_attention_vtable kTable = {sizeof(loom_attention_vtable), &forward};
+  // Interface 1.1: a class with forward_rope_k(batch, rope, q, k, v, k_cache, v_cache, out) rotates
+  // K as it writes it; without one the entry stays null and the host rotates K itself.
+  static loom_status forward_rope_k(void* s, const loom_attention_batch* batch, const loom_rope* rope,
+                                    const loom_tensor_view* q, const loom_tensor_view* k, const loom_tensor_view* v,
+                                    loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
+                                    loom_error_buf* err) noexcept {
+    if constexpr (kHasRopeK) {
+      return detail::guarded(err, [&] {
+        return detail::self_as<T>(s).forward_rope_k(batch, rope, q, k, v, k_cache, v_cache, out);
+      });
+    } else {  // never in the table (null there); here only so the address is well-formed
+      (void)s, (void)batch, (void)rope, (void)q, (void)k, (void)v, (void)k_cache, (void)v_cache, (void)out;
+      write_error(err, "forward_rope_k is not implemented");
+      return LOOM_ERR_UNSUPPORTED;
+    }
+  }
+  static constexpr bool kHasRopeK = requires(T& t, const loom_attention_batch* b, const loom_rope* r,
+                                             const loom_tensor_view* x, loom_tensor_view* y) {
+    t.forward_rope_k(b, r, x, x, x, y, y, y);
+  };
+  static constexpr loom_attention_vtable kTable = {sizeof(loom_attention_vtable), &forward,
+                                                   kHasRopeK ? &forward_rope_k : nullptr};
 };
 
 template <class T>

@@ -6,10 +6,11 @@
 
 #include "core/common/error.hpp"
 #include "core/executor/kernels/cpu/parallel.hpp"
+#include "loom/sdk_rope.hpp"
 
 namespace loom::cpu {
 namespace {
-constexpr int32_t kMaxPairs = 512;  // rope_dim <= 1024: the per-token angle table lives on the stack
+constexpr int32_t kMaxPairs = sdk::rope::kMaxPairs;  // the per-token angle table lives on the stack
 }
 
 RotaryEmbedding::RotaryEmbedding(int32_t head_dim, int32_t rope_dim, float freq_base)
@@ -34,35 +35,20 @@ RotaryEmbedding::RotaryEmbedding(int32_t head_dim, std::vector<double> inv_freq,
                 " (at most " + std::to_string(kMaxPairs) + ")");
 }
 
+loom_rope RotaryEmbedding::view() const {
+  return loom_rope{sizeof(loom_rope), rope_dim_, neox_ ? 1 : 0, inv_freq_.data(), attention_factor_};
+}
+
 void RotaryEmbedding::apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t token_stride,
                             const int32_t* positions, ThreadPool* pool) const {
   const int32_t n_pairs = rope_dim_ / 2;
+  const loom_rope rope = view();
   parallel_rows(pool, n_tokens, n_heads * rope_dim_ * 2 + n_pairs * 40, [&](int64_t begin, int64_t end) {
     float cos_t[kMaxPairs];
     float sin_t[kMaxPairs];
     for (int64_t t = begin; t < end; ++t) {
-      const double pos = positions[t];
-      for (int32_t i = 0; i < n_pairs; ++i) {
-        const double angle = pos * inv_freq_[static_cast<size_t>(i)];
-        cos_t[i] = static_cast<float>(std::cos(angle) * attention_factor_);
-        sin_t[i] = static_cast<float>(std::sin(angle) * attention_factor_);
-      }
-      for (int64_t h = 0; h < n_heads; ++h) {
-        float* xh = x + t * token_stride + h * head_dim_;
-        if (neox_) {
-          for (int32_t i = 0; i < n_pairs; ++i) {
-            const float x0 = xh[i], x1 = xh[i + n_pairs];
-            xh[i] = x0 * cos_t[i] - x1 * sin_t[i];
-            xh[i + n_pairs] = x0 * sin_t[i] + x1 * cos_t[i];
-          }
-          continue;
-        }
-        for (int32_t i = 0; i < n_pairs; ++i) {
-          const float x0 = xh[2 * i], x1 = xh[2 * i + 1];
-          xh[2 * i] = x0 * cos_t[i] - x1 * sin_t[i];
-          xh[2 * i + 1] = x0 * sin_t[i] + x1 * cos_t[i];
-        }
-      }
+      sdk::rope::angles(rope, positions[t], cos_t, sin_t);
+      for (int64_t h = 0; h < n_heads; ++h) sdk::rope::rotate(rope, x + t * token_stride + h * head_dim_, cos_t, sin_t);
     }
   });
 }

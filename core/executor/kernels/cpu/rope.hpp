@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/common/thread_pool.hpp"
+#include "loom/attention.h"
 
 namespace loom::cpu {
 
@@ -23,6 +24,11 @@ class RotaryEmbedding {
   // token's result depends only on its own values and position.
   void apply(float* x, int64_t n_tokens, int64_t n_heads, int64_t token_stride, const int32_t* positions,
              ThreadPool* pool) const;
+
+  // The same rotation as the ABI's loom_rope (valid while this object lives), for attention
+  // plugins that rotate K as they write it (forward_rope_k). The arithmetic is
+  // loom/sdk_rope.hpp's in both places, so the bits are the same.
+  loom_rope view() const;
 
   int32_t head_dim() const { return head_dim_; }
   int32_t rope_dim() const { return rope_dim_; }
