@@ -6,7 +6,12 @@
 #   - Loom's tg effective bandwidth (bytes read per decode step x tokens/s) against the machine's
 #     read bandwidth, measured in the same run by loom-bench model's STREAM-style test.
 #
-#   tools/bench/quantized-vs-llamacpp.sh [BUILD_DIR]   (THREADS=2, REPS=1, FORMATS="f16 q8_0 q4_0")
+# ROUNDS > 1 repeats each file's pair, alternating which engine goes first (Loom, llama.cpp, then
+# llama.cpp, Loom, ...), so a slow or fast phase of a shared host lands on both; the table then
+# gives each engine's median over the rounds and every round's own ratio.
+#
+#   tools/bench/quantized-vs-llamacpp.sh [BUILD_DIR]   (THREADS=2, REPS=1, ROUNDS=1,
+#                                                       FORMATS="f16 q8_0 q4_0")
 # Models are made once under BUILD_DIR/bench-models; JSON lands in BUILD_DIR/bench-results/quantized.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -14,6 +19,7 @@ build="$(cd "${1:-$root/build}" && pwd)"
 bin="$build/bin"
 threads="${THREADS:-2}"
 reps="${REPS:-1}"
+rounds="${ROUNDS:-1}"
 formats="${FORMATS:-f16 q8_0 q4_0}"
 out="$build/bench-results/quantized"
 models="$build/bench-models"
@@ -33,33 +39,54 @@ model_for() {  # model_for FORMAT -> path (made on first use)
   echo "$path"
 }
 
+run_loom() {  # run_loom FORMAT MODEL ROUND
+  local plugin=none
+  [[ "$1" == f16 ]] || plugin=gguf
+  echo "== $1 round $3: Loom (quantization $plugin)" >&2
+  "$bin/loom-bench" model -m "$2" -t "$threads" -p 512 -n 128 -b "" -r "$reps" --quantization "$plugin" \
+    --json "$out/loom-$1-$3.json" >&2
+}
+run_peer() {  # run_peer FORMAT MODEL ROUND
+  echo "== $1 round $3: llama.cpp" >&2
+  "$python" "$root/tools/peers/llama_model_bench.py" "$2" --threads "$threads" --pp 512 --tg 128 \
+    --repetitions "$reps" --json "$out/llama-$1-$3.json" >&2
+}
+
 for f in $formats; do
   m="$(model_for "$f")"
-  plugin=none
-  [[ "$f" == f16 ]] || plugin=gguf
-  echo "== $f: Loom (quantization $plugin)" >&2
-  "$bin/loom-bench" model -m "$m" -t "$threads" -p 512 -n 128 -b "" -r "$reps" --quantization "$plugin" \
-    --json "$out/loom-$f.json" >&2
-  echo "== $f: llama.cpp" >&2
-  "$python" "$root/tools/peers/llama_model_bench.py" "$m" --threads "$threads" --pp 512 --tg 128 \
-    --repetitions "$reps" --json "$out/llama-$f.json" >&2
+  for ((r = 1; r <= rounds; ++r)); do
+    if ((r % 2 == 1)); then
+      run_loom "$f" "$m" "$r"
+      run_peer "$f" "$m" "$r"
+    else
+      run_peer "$f" "$m" "$r"
+      run_loom "$f" "$m" "$r"
+    fi
+  done
 done
 
-python3 - "$out" $formats <<'PY'
-import json, sys
-out, formats = sys.argv[1], sys.argv[2:]
-print("| model | test | Loom tok/s | llama.cpp tok/s | Loom / llama.cpp | Loom tg GB/s | of read bandwidth |")
-print("|---|---|---|---|---|---|---|")
+python3 - "$out" "$rounds" $formats <<'PY'
+import json, statistics, sys
+out, rounds, formats = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+print("| model | test | Loom tok/s | llama.cpp tok/s | Loom / llama.cpp | per round | Loom tg GB/s | of read bandwidth |")
+print("|---|---|---|---|---|---|---|---|")
 for f in formats:
-    loom = json.load(open(f"{out}/loom-{f}.json"))
-    peer = json.load(open(f"{out}/llama-{f}.json"))
-    stream = loom.get("stream_read_bytes_per_s", 0.0)
-    for t in loom["tests"]:
-        p = peer[t["test"]]["mean"]
+    looms = [json.load(open(f"{out}/loom-{f}-{r}.json")) for r in range(1, rounds + 1)]
+    peers = [json.load(open(f"{out}/llama-{f}-{r}.json")) for r in range(1, rounds + 1)]
+    streams = [l.get("stream_read_bytes_per_s", 0.0) for l in looms]
+    stream = statistics.median(streams)
+    for i, t in enumerate(looms[0]["tests"]):
+        name = t["test"]
+        mine = [l["tests"][i]["avg_ts"] for l in looms]
+        theirs = [p[name]["mean"] for p in peers]
+        per_round = " ".join(f"{a / b:.2f}" for a, b in zip(mine, theirs))
         bw = frac = ""
         if "effective_bytes_per_s" in t:
-            bw = f"{t['effective_bytes_per_s'] / 1e9:.1f}"
-            frac = f"{t['effective_bytes_per_s'] / stream:.0%}" if stream else ""
-        print(f"| llama-1b {f} | {t['test']} | {t['avg_ts']:.2f} | {p:.2f} | {t['avg_ts'] / p:.2f}x | {bw} | {frac} |")
-    print(f"<!-- {f}: read bandwidth {stream / 1e9:.2f} GB/s, bytes per decode step {loom['decode_bytes']} -->")
+            eff = [l["tests"][i]["effective_bytes_per_s"] for l in looms]
+            bw = f"{statistics.median(eff) / 1e9:.1f}"
+            # Each round's bandwidth over its own STREAM figure, then the median.
+            frac = f"{statistics.median(e / s for e, s in zip(eff, streams) if s):.0%}" if all(streams) else ""
+        a, b = statistics.median(mine), statistics.median(theirs)
+        print(f"| llama-1b {f} | {name} | {a:.2f} | {b:.2f} | {a / b:.2f}x | {per_round} | {bw} | {frac} |")
+    print(f"<!-- {f}: read bandwidth {stream / 1e9:.2f} GB/s (median of {rounds}), bytes per decode step {looms[0]['decode_bytes']} -->")
 PY
