@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -44,6 +45,16 @@ loom_tensor_view f32_view(float* data, std::initializer_list<int64_t> shape) {
   for (d = 0; d < LOOM_MAX_DIMS; ++d) v.strides[d] = 1;
   for (d = v.ndim - 2; d >= 0; --d) v.strides[d] = v.strides[d + 1] * v.shape[d + 1];
   return v;
+}
+
+// dst[i] = src[rows[i]] for rows of `width` floats; throws on a row outside [0, n). Returns dst.
+float* gather_rows(const float* src, int64_t width, std::span<const int32_t> rows, int64_t n, float* dst) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int32_t t = rows[i];
+    if (t < 0 || t >= n) throw Error("model executor: logits index " + std::to_string(t) + " outside the batch");
+    std::copy(src + t * width, src + (t + 1) * width, dst + static_cast<int64_t>(i) * width);
+  }
+  return dst;
 }
 
 // Grows a scratch buffer to at least n elements; never shrinks, so steady state never allocates.
@@ -275,29 +286,38 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
       s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
     }
     if (s != LOOM_OK) throw Error("attention plugin forward failed at layer " + std::to_string(l) + ": " + err.str(), s);
-    linear(L.wo, att, T, H * D, proj, dim);
+
+    // Past the last layer's attention only the sampled rows matter: every row's K and V are in
+    // the pool now, and the other rows' hidden states reach nothing. So Wo, the MLP and the final
+    // norm run on the sampled rows alone (a prompt's chunk that samples nothing stops here). Each
+    // row's arithmetic is the same whatever rows share its GEMM, so the logits keep their bits.
+    const bool last = l + 1 == hp_.n_layers;
+    int64_t rows = T;
+    float* h = x;          // [rows, dim] the residual stream of the rows still computed
+    const float* a = att;  // [rows, H * D] their attention outputs
+    if (last) {
+      if (n_logits == 0) return;
+      rows = n_logits;
+      h = gather_rows(x, dim, batch.logits_indices, T, ensure(final_, n_logits * dim));
+      a = gather_rows(att, H * D, batch.logits_indices, T, q);  // q is free once attention has run
+    }
+    linear(L.wo, a, rows, H * D, proj, dim);
 
     // MLP sublayer (SwiGLU): x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)), n(x) fused with the add.
-    cpu::add_rmsnorm(x, proj, L.ffn_norm.data(), xn, T, dim, hp_.rms_eps, pool);
-    linear(L.w_gate, xn, T, dim, gate, ff);
-    linear(L.w_up, xn, T, dim, up, ff);
-    cpu::silu_mul(gate, up, gate, T * ff, pool);
-    linear(L.w_down, gate, T, ff, proj, dim);
-    if (l + 1 < hp_.n_layers) {
+    cpu::add_rmsnorm(h, proj, L.ffn_norm.data(), xn, rows, dim, hp_.rms_eps, pool);
+    linear(L.w_gate, xn, rows, dim, gate, ff);
+    linear(L.w_up, xn, rows, dim, up, ff);
+    cpu::silu_mul(gate, up, gate, rows * ff, pool);
+    linear(L.w_down, gate, rows, ff, proj, dim);
+    if (!last) {
       cpu::add_rmsnorm(x, proj, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), xn, T, dim, hp_.rms_eps, pool);
     } else {
-      cpu::add_inplace(x, proj, T * dim, pool);  // the final norm runs on the sampled rows only
+      cpu::add_inplace(h, proj, rows * dim, pool);
     }
   }
 
-  if (n_logits == 0) return;
-  // Final norm and classifier only on the rows that are sampled.
-  float* fin = ensure(final_, n_logits * dim);
-  for (int64_t i = 0; i < n_logits; ++i) {
-    const int32_t t = batch.logits_indices[static_cast<size_t>(i)];
-    if (t < 0 || t >= T) throw Error("model executor: logits index " + std::to_string(t) + " outside the batch");
-    std::copy(x + t * dim, x + (t + 1) * dim, fin + i * dim);
-  }
+  // Final norm and classifier on the sampled rows, gathered into final_ in the last layer.
+  float* fin = final_.data();
   cpu::rmsnorm(fin, dim, output_norm_.data(), fin, dim, n_logits, dim, hp_.rms_eps, pool);
   linear(output_, fin, n_logits, dim, logits.data(), hp_.vocab_size);
 }

@@ -113,6 +113,37 @@ TEST_F(ExecutorConsistency, ChunkedPrefillEqualsWhole) {
   }
 }
 
+// The last layer runs past attention only on the sampled rows: the logits of any set of rows
+// equal those rows of an all-rows pass, bit for bit, and a batch sampling nothing gives none.
+TEST_F(ExecutorConsistency, SampledRowsEqualThoseRowsOfAllRows) {
+  const std::vector<int32_t> p = random_prompt(21, 13);
+  const int32_t V = runner_.vocab();
+  BatchBuilder builder(ModelRunner::kBlockSize);
+  BuiltBatch batch;
+  auto run = [&](int32_t first_block, std::vector<int32_t> rows) {
+    const std::vector<int32_t> table = ModelRunner::blocks(first_block, 2);
+    SeqSchedule s{p, 0, table, true};
+    builder.build(std::span<const SeqSchedule>(&s, 1), batch);
+    batch.logits_indices = std::move(rows);
+    std::vector<float> logits;
+    runner_.executor().execute(batch, logits);
+    return logits;
+  };
+  std::vector<int32_t> every(21);
+  for (int32_t t = 0; t < 21; ++t) every[static_cast<size_t>(t)] = t;
+  const auto all = run(0, every);
+  ASSERT_EQ(all.size(), static_cast<size_t>(21 * V));
+  auto row = [&](int32_t t) { return std::span<const float>(all).subspan(static_cast<size_t>(t * V), static_cast<size_t>(V)); };
+  const auto some = run(10, {17, 3, 20});  // out of order, as a caller may ask
+  ASSERT_EQ(some.size(), static_cast<size_t>(3 * V));
+  EXPECT_TRUE(bit_equal(std::span<const float>(some).subspan(0, V), row(17)));
+  EXPECT_TRUE(bit_equal(std::span<const float>(some).subspan(V, V), row(3)));
+  EXPECT_TRUE(bit_equal(std::span<const float>(some).subspan(2 * V, V), row(20)));
+  EXPECT_FALSE(bit_equal(row(3), row(20)));
+  EXPECT_TRUE(run(20, {}).empty());
+  EXPECT_THROW(run(30, {21}), Error);
+}
+
 TEST(MicroBatch, SliceClipsQueryRunsAndContext) {
   // Two sequences: A at positions 10..13 (4 tokens, blocks {3, 4}), B at 0..5 (6 tokens, {7, -1}).
   BuiltBatch in;

@@ -111,6 +111,10 @@ ActivationMaxima collect_activation_maxima(const GgufFile& file, std::span<const
       const size_t n = std::min(tokens.size() - at, static_cast<size_t>(chunk));
       SeqSchedule s{tokens.subspan(at, n), 0, table, true};
       builder.build(std::span<const SeqSchedule>(&s, 1), batch);
+      // Every row's logits: the executor runs the last layer past attention only on the rows
+      // sampled, and the maxima must see every row's activations.
+      batch.logits_indices.resize(n);
+      for (size_t t = 0; t < n; ++t) batch.logits_indices[t] = static_cast<int32_t>(t);
       executor.execute(batch, logits);
     }
   }
