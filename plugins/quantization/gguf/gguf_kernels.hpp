@@ -50,6 +50,14 @@ Kernels avx2_kernels();
 // layout.
 PackedKernel avx2_q4_0_x8_kernel();
 PackedKernel avx2_q8_0_x8_kernel();
+// The same on AVX512-VNNI (+VL) CPUs (gguf_kernels_vnni_x8.cpp): the AVX2 kernels' bits.
+bool cpu_has_avx512_vnni();
+PackedKernel vnni_q4_0_x8_kernel();
+PackedKernel vnni_q8_0_x8_kernel();
+namespace emulated {  // gguf_kernels_vnni_x8.cpp compiled against SIMDe, for tests on CPUs without VNNI
+PackedKernel vnni_q4_0_x8_kernel();
+PackedKernel vnni_q8_0_x8_kernel();
+}
 #endif
 
 }  // namespace loom_gguf

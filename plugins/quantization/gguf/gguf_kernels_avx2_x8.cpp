@@ -6,10 +6,7 @@
 // and a block ends as 8 exact int32 sums, one per row, with no horizontal reduction. Then
 // acc = fma(d_w * d_a, float(sum), acc), one lane per row: the fold order of every (activation
 // row, weight row) pair is block 0, 1, ... whatever n is and however rows share the loop.
-//
-// GEMM: R activation rows (R = 4, fewer at the end) share each loaded and unpacked weight
-// chunk; their int sums and float accumulators, the weight registers and temporaries fit the 16
-// ymm registers. Decode (R = 1) streams each group's bytes once, in address order.
+// The GEMM around them is gguf_x8_gemm.hpp.
 #include <cstdint>
 #include <cstring>
 
@@ -83,91 +80,7 @@ struct Q8_0x8 {
   }
 };
 
-// R activation rows x one 8-row group, all nb blocks; y rows ys apart, n_out (<= 8) columns.
-// Per (row, lane) the blocks fold in order: acc = fma(d_w * d_a, float(sum), acc).
-template <class F, int R>
-inline __attribute__((always_inline)) void group_rows(const uint8_t* grp, int64_t nb, const g::BlockQ8_0* const* a,
-                                                      const float* const* da, const int32_t* const* off, float* y,
-                                                      int64_t ys, int64_t n_out) {
-  const auto* scales = reinterpret_cast<const __m128i*>(grp + nb * F::kQuantBytes);
-  __m256 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i sum[R];
-    F::template sums<R>(grp + b * F::kQuantBytes, a, b, off, sum);
-    const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(scales + b));
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(da[r][b])), _mm256_cvtepi32_ps(sum[r]), acc[r]);
-  }
-  for (int r = 0; r < R; ++r) {
-    if (n_out == kGroupRows) {
-      _mm256_storeu_ps(y + r * ys, acc[r]);
-    } else {
-      alignas(32) float tmp[kGroupRows];
-      _mm256_store_ps(tmp, acc[r]);
-      for (int64_t c = 0; c < n_out; ++c) y[r * ys + c] = tmp[c];
-    }
-  }
-}
-
-// Decode (one activation row): two 8-row groups side by side, so the two block streams overlap
-// and each activation broadcast serves 16 rows. Each lane keeps its own fold order.
-template <class F>
-inline __attribute__((always_inline)) void group_pair(const uint8_t* ga, const uint8_t* gb, int64_t nb,
-                                                      const g::BlockQ8_0* const* a, const float* const* da,
-                                                      const int32_t* const* off, float* y) {
-  const auto* sa = reinterpret_cast<const __m128i*>(ga + nb * F::kQuantBytes);
-  const auto* sb = reinterpret_cast<const __m128i*>(gb + nb * F::kQuantBytes);
-  __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i sum_a, sum_b;
-    F::template sums<1>(ga + b * F::kQuantBytes, a, b, off, &sum_a);
-    F::template sums<1>(gb + b * F::kQuantBytes, a, b, off, &sum_b);
-    const __m256 d = _mm256_set1_ps(da[0][b]);
-    acc_a = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(sa + b)), d), _mm256_cvtepi32_ps(sum_a), acc_a);
-    acc_b = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(sb + b)), d), _mm256_cvtepi32_ps(sum_b), acc_b);
-  }
-  _mm256_storeu_ps(y, acc_a);
-  _mm256_storeu_ps(y + kGroupRows, acc_b);
-}
-
-template <class F, int R>
-void rows_x_groups(const PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
-                   const ActivationBlockInfo& info, int64_t t0, float* y, int64_t ys) {
-  const int64_t nb = w.n_blocks;
-  const g::BlockQ8_0* a[R];
-  const float* da[R];
-  const int32_t* off[R];
-  for (int r = 0; r < R; ++r) {
-    a[r] = reinterpret_cast<const g::BlockQ8_0*>(xq + (t0 + r) * xq_row_bytes);
-    da[r] = info.d + (t0 + r) * nb;
-    off[r] = info.offset + (t0 + r) * nb;
-  }
-  int64_t grp = g0;
-  if constexpr (R == 1) {
-    // Full pairs of full groups; a short last group takes the general path below.
-    for (; grp + 1 < g1 && (grp + 2) * kGroupRows <= w.n_rows; grp += 2)
-      group_pair<F>(w.group(grp), w.group(grp + 1), nb, a, da, off, y + t0 * ys + (grp - g0) * kGroupRows);
-  }
-  for (; grp < g1; ++grp) {
-    const int64_t j0 = grp * kGroupRows;
-    const int64_t n_out = w.n_rows - j0 < kGroupRows ? w.n_rows - j0 : kGroupRows;
-    group_rows<F, R>(w.group(grp), nb, a, da, off, y + t0 * ys + (j0 - g0 * kGroupRows), ys, n_out);
-  }
-}
-
-template <class F>
-void gemm_x8(const PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
-             const ActivationBlockInfo& info, int64_t n, float* y, int64_t ys) {
-  int64_t t = 0;
-  for (; t + 4 <= n; t += 4) rows_x_groups<F, 4>(w, g0, g1, xq, xq_row_bytes, info, t, y, ys);
-  switch (n - t) {
-    case 3: rows_x_groups<F, 3>(w, g0, g1, xq, xq_row_bytes, info, t, y, ys); break;
-    case 2: rows_x_groups<F, 2>(w, g0, g1, xq, xq_row_bytes, info, t, y, ys); break;
-    case 1: rows_x_groups<F, 1>(w, g0, g1, xq, xq_row_bytes, info, t, y, ys); break;
-    default: break;
-  }
-}
+#include "gguf_x8_gemm.hpp"
 
 }  // namespace
 

@@ -88,8 +88,10 @@ class GgufQuantization {
       : host_(host), kernels_(loom_gguf::select_kernels(opt.simd)) {
 #ifdef LOOM_GGUF_HAVE_AVX2
     if (kernels_.name == std::string("avx2")) {
-      q4_0_x8_ = loom_gguf::avx2_q4_0_x8_kernel();
-      q8_0_x8_ = loom_gguf::avx2_q8_0_x8_kernel();
+      // Same layout and bits either way; VNNI forms each block's sums in fewer instructions.
+      const bool vnni = loom_gguf::cpu_has_avx512_vnni();
+      q4_0_x8_ = vnni ? loom_gguf::vnni_q4_0_x8_kernel() : loom_gguf::avx2_q4_0_x8_kernel();
+      q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
     }
 #endif
   }

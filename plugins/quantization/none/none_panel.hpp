@@ -71,6 +71,14 @@ void panel_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const f
 void pack_x_avx2(const PanelView& w, const float* x, int64_t xs, int64_t n, int64_t block, float* xp);
 void packed_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
                       float* y, int64_t ys);
+// AVX-512F tiles on the same packed x (none_panel_avx512.cpp): the AVX2 kernel's bits.
+bool cpu_has_avx512f();
+void packed_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                        float* y, int64_t ys);
+namespace emulated {  // none_panel_avx512.cpp compiled against SIMDe, for tests on CPUs without AVX-512
+void packed_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                        float* y, int64_t ys);
+}
 #endif
 
 // Prefill with ONE packed copy of x for all threads (instead of one per thread), in two phases
@@ -102,7 +110,7 @@ constexpr int64_t kPrefillRows = 6;
 
 struct PanelKernels {
   PanelGemm gemm;
-  const char* name;  // "portable" or "avx2+fma"
+  const char* name;  // "portable", "avx2+fma" or "avx512f" (prefill tiles; decode stays AVX2)
   PackX pack_x = nullptr;  // the shared prefill, where the kernel has one (null: gemm for every n)
   PackedGemm packed_gemm = nullptr;
 };

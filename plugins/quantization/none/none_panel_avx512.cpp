@@ -1,0 +1,200 @@
+// AVX-512F prefill GEMM on weight panels (none_panel.hpp): the shared-x path's packed_gemm with
+// one zmm per 16-feature panel, called only after cpu_has_avx512f(). The packed x blocks are
+// the AVX2 pack_x's (groups of 6 rows, [kn][6] each), so only the tiles change.
+//
+// Micro-kernel: up to 4 groups of 6 rows (24 zmm accumulators) by one panel; each k step widens
+// one 16-weight row of the panel (f16/bf16/f32) and issues one FMA per row, its x value
+// broadcast from memory. The panel's block_k() x 16 weights (16 KiB) stay in L1 while the row
+// groups pass, as in the AVX2 kernel.
+//
+// Same bits as the AVX2 kernel: every output element is the same single chain of fused
+// multiply-adds in increasing k from 0 (partial chains stored in y between k blocks), only more
+// lanes side by side. tests/conformance checks that on CPUs with AVX-512F, and
+// tests/conformance/conformance_simd_isa.cpp on any AVX2 CPU by compiling this file against
+// SIMDe's emulation (LOOM_SIMD_EMULATE: the entry point moves to namespace loom_none::emulated).
+#include <cstdint>
+
+#include "none_panel.hpp"
+
+#ifdef LOOM_NONE_HAVE_AVX2
+
+#ifdef LOOM_SIMD_EMULATE
+#define SIMDE_ENABLE_NATIVE_ALIASES
+#include <simde/x86/avx512.h>
+#define LOOM_AVX512_NAMESPACE loom_none::emulated
+#else
+#include <immintrin.h>
+#define LOOM_AVX512_NAMESPACE loom_none
+// GCC 12 reports _mm512_cvtph_ps's _mm512_undefined_ps() pass-through as maybe-uninitialized
+// (a false positive inside the intrinsic's header).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace loom_none {
+#ifndef LOOM_SIMD_EMULATE
+bool cpu_has_avx512f() { return cpu_has_avx2_fma_f16c() && __builtin_cpu_supports("avx512f"); }
+#endif
+}  // namespace loom_none
+
+namespace LOOM_AVX512_NAMESPACE {
+
+#pragma GCC push_options
+#ifdef LOOM_SIMD_EMULATE
+#pragma GCC target("avx2,fma,f16c")
+#else
+#pragma GCC target("avx2,fma,f16c,avx512f")
+#endif
+
+namespace {
+
+using loom_none::block_k;
+using loom_none::kBlockRows;
+using loom_none::kPanel;
+using loom_none::packed_x_offset;
+using loom_none::PanelView;
+
+constexpr int kGroup = 6;  // rows per packed x group (the AVX2 pack_x layout)
+
+// 16 weights of a panel row as f32, exactly.
+#ifdef LOOM_SIMD_EMULATE
+// SIMDe 0.7 has no 512-bit f16/u16 widening; two 256-bit halves through memory give the same
+// values.
+inline __m512 join(__m256 lo, __m256 hi) {
+  alignas(64) float f[16];
+  _mm256_store_ps(f, lo);
+  _mm256_store_ps(f + 8, hi);
+  return _mm512_load_ps(f);
+}
+struct LoadF16 {
+  using T = uint16_t;
+  static __m512 vec(const uint16_t* p) {
+    return join(_mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+                _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8))));
+  }
+};
+struct LoadBF16 {
+  using T = uint16_t;
+  static __m256 half(const uint16_t* p) {
+    const __m256i h = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(h, 16));
+  }
+  static __m512 vec(const uint16_t* p) { return join(half(p), half(p + 8)); }
+};
+#else
+struct LoadF16 {
+  using T = uint16_t;
+  static __m512 vec(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+};
+struct LoadBF16 {
+  using T = uint16_t;
+  static __m512 vec(const uint16_t* p) {
+    const __m512i h = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(h, 16));
+  }
+};
+#endif
+struct LoadF32 {
+  using T = float;
+  static __m512 vec(const float* p) { return _mm512_loadu_ps(p); }
+};
+
+// c[(g * GR + r) * ldc + j] (g < NG groups of GR rows, j < 16) continues its chain over kn steps
+// of k: c = fma(x, w, c) with x = xp[g * GR * kn + k * GR + r] and w = w[k * 16 + j]. `first`
+// starts every chain at 0 instead of reading c.
+template <class Load, int NG, int GR>
+inline __attribute__((always_inline)) void micro(const typename Load::T* w, const float* xp, int64_t kn, float* c,
+                                                 int64_t ldc, bool first) {
+  constexpr int R = NG * GR;
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
+  for (int64_t k = 0; k < kn; ++k) {
+    const __m512 wv = Load::vec(w + k * kPanel);
+    for (int g = 0; g < NG; ++g)
+      for (int r = 0; r < GR; ++r)
+        acc[g * GR + r] = _mm512_fmadd_ps(_mm512_set1_ps(xp[g * GR * kn + k * GR + r]), wv, acc[g * GR + r]);
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
+}
+
+// micro() on y, only its first `cols` features valid (a weight's last, partial panel): the
+// partial tile goes through a local copy.
+template <class Load, int NG, int GR>
+void tile(const typename Load::T* w, const float* xp, int64_t kn, float* y, int64_t ys, int64_t cols, bool first) {
+  if (cols == kPanel) {
+    micro<Load, NG, GR>(w, xp, kn, y, ys, first);
+    return;
+  }
+  constexpr int R = NG * GR;
+  alignas(64) float c[R * kPanel] = {};
+  if (!first)
+    for (int r = 0; r < R; ++r)
+      for (int64_t j = 0; j < cols; ++j) c[r * kPanel + j] = y[r * ys + j];
+  micro<Load, NG, GR>(w, xp, kn, c, kPanel, first);
+  for (int r = 0; r < R; ++r)
+    for (int64_t j = 0; j < cols; ++j) y[r * ys + j] = c[r * kPanel + j];
+}
+
+// Rows [0, mn) of one row block over one k block [k0, k0 + kn), panels [p_begin, p_end): xp is
+// the block as pack_x left it, y its first row. k0 == 0 starts the chains.
+template <class Load>
+void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t mn, int64_t k0,
+               int64_t kn, float* y, int64_t ys) {
+  using T = typename Load::T;
+  const T* wd = static_cast<const T*>(w.data);
+  const int64_t ps = w.in * kPanel;
+  const bool first = k0 == 0;
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    const T* wp = wd + p * ps + k0 * kPanel;
+    const int64_t left = w.out - p * kPanel;
+    const int64_t cols = left < kPanel ? left : kPanel;
+    float* yp = y + p * kPanel;
+    int64_t b0 = 0;
+    for (; b0 + 4 * kGroup <= mn; b0 += 4 * kGroup) tile<Load, 4, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first);
+    switch ((mn - b0) / kGroup) {
+      case 3: tile<Load, 3, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); b0 += 3 * kGroup; break;
+      case 2: tile<Load, 2, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); b0 += 2 * kGroup; break;
+      case 1: tile<Load, 1, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); b0 += kGroup; break;
+      default: break;
+    }
+    // The last group has fewer rows, packed [kn][rows].
+    switch (mn - b0) {
+      case 5: tile<Load, 1, 5>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
+      case 4: tile<Load, 1, 4>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
+      case 3: tile<Load, 1, 3>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
+      case 2: tile<Load, 1, 2>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
+      case 1: tile<Load, 1, 1>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
+      default: break;
+    }
+  }
+}
+
+template <class Load>
+void packed_gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m, float* y,
+                 int64_t ys) {
+  const int64_t kb = block_k(w.dtype);
+  const int64_t m0 = m * kBlockRows;
+  const int64_t mn = n - m0 < kBlockRows ? n - m0 : kBlockRows;
+  for (int64_t k0 = 0, b = 0; k0 < w.in; k0 += kb, ++b) {
+    const int64_t kn = w.in - k0 < kb ? w.in - k0 : kb;
+    row_block<Load>(w, p_begin, p_end, xp + packed_x_offset(n, w.in, w.dtype, m, b), mn, k0, kn, y + m0 * ys, ys);
+  }
+}
+
+}  // namespace
+
+void packed_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                        float* y, int64_t ys) {
+  switch (w.dtype) {
+    case LOOM_DTYPE_F16: packed_gemm<LoadF16>(w, p_begin, p_end, xp, n, m, y, ys); break;
+    case LOOM_DTYPE_BF16: packed_gemm<LoadBF16>(w, p_begin, p_end, xp, n, m, y, ys); break;
+    default: packed_gemm<LoadF32>(w, p_begin, p_end, xp, n, m, y, ys); break;
+  }
+}
+
+#pragma GCC pop_options
+
+}  // namespace LOOM_AVX512_NAMESPACE
+
+#endif  // LOOM_NONE_HAVE_AVX2
