@@ -1,6 +1,7 @@
 #include "core/executor/model_executor.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -202,6 +203,29 @@ void ModelExecutor::linear(void* handle, const float* x, int64_t n, int64_t in, 
   if (s != LOOM_OK) throw Error("quantization plugin linear failed: " + err.str(), s);
 }
 
+void ModelExecutor::linear_group(std::span<const LinearOut> outs, const float* x, int64_t n, int64_t in) {
+  constexpr size_t kMaxGroup = 4;
+  const bool offered = quant_.vt->struct_size >= offsetof(loom_quantization_vtable, linear_group) +
+                                                     sizeof(quant_.vt->linear_group) &&
+                       quant_.vt->linear_group != nullptr;
+  if (!offered || outs.size() > kMaxGroup) {
+    for (const LinearOut& o : outs) linear(o.handle, x, n, in, o.y, o.out);
+    return;
+  }
+  const loom_tensor_view xv = f32_view(const_cast<float*>(x), {n, in});
+  std::array<void*, kMaxGroup> handles{};
+  std::array<loom_tensor_view, kMaxGroup> yv{};
+  for (size_t i = 0; i < outs.size(); ++i) {
+    handles[i] = outs[i].handle;
+    yv[i] = f32_view(outs[i].y, {n, outs[i].out});
+  }
+  ErrorBuffer err;
+  loom_error_buf eb = err.buf();
+  const loom_status s = quant_.vt->linear_group(quant_.self, handles.data(), static_cast<int32_t>(outs.size()), &xv,
+                                                yv.data(), &eb);
+  if (s != LOOM_OK) throw Error("quantization plugin linear_group failed: " + err.str(), s);
+}
+
 void ModelExecutor::set_max_micro_batch(int32_t n) {
   if (n < 1) throw Error("model executor: micro-batch size " + std::to_string(n) + " must be >= 1");
   max_micro_batch_ = n;
@@ -263,9 +287,8 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
     // Attention sublayer: x += Wo · attn(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)). After the first
     // layer, xn = n(x) was made by the previous layer's fused residual add.
     if (l == 0) cpu::rmsnorm(x, dim, L.attn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
-    linear(L.wq, xn, T, dim, q, H * D);
-    linear(L.wk, xn, T, dim, k, KVH * D);
-    linear(L.wv, xn, T, dim, v, KVH * D);
+    const LinearOut qkv[] = {{L.wq, q, H * D}, {L.wk, k, KVH * D}, {L.wv, v, KVH * D}};
+    linear_group(qkv, xn, T, dim);
     if (!L.bq.empty()) {  // Qwen2: biased projections
       add_row_bias(q, L.bq, T);
       add_row_bias(k, L.bk, T);
@@ -305,8 +328,8 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
 
     // MLP sublayer (SwiGLU): x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)), n(x) fused with the add.
     cpu::add_rmsnorm(h, proj, L.ffn_norm.data(), xn, rows, dim, hp_.rms_eps, pool);
-    linear(L.w_gate, xn, rows, dim, gate, ff);
-    linear(L.w_up, xn, rows, dim, up, ff);
+    const LinearOut gate_up[] = {{L.w_gate, gate, ff}, {L.w_up, up, ff}};
+    linear_group(gate_up, xn, rows, dim);
     cpu::silu_mul(gate, up, gate, rows * ff, pool);
     linear(L.w_down, gate, rows, ff, proj, dim);
     if (!last) {

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "core/common/thread_pool.hpp"
@@ -82,6 +83,15 @@ class ModelExecutor {
   void* prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role, int64_t out,
                 int64_t in, const GgufFile* source);
   void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);
+  // One output of linears on one x: y [n, out] = x W^T, W = handle.
+  struct LinearOut {
+    void* handle;
+    float* y;
+    int64_t out;
+  };
+  // Linears on one x (Q/K/V, gate/up): one plugin call where it offers linear_group
+  // (quantization interface 1.2), else linear for each.
+  void linear_group(std::span<const LinearOut> outs, const float* x, int64_t n, int64_t in);
   void release_all() noexcept;
 
   LlamaHparams hp_;

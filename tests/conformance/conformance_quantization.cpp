@@ -340,6 +340,109 @@ INSTANTIATE_TEST_SUITE_P(Plugins, BlockFormatConformance,
                            return std::get<0>(info.param) + "_" + kBlockFormats[std::get<1>(info.param)].name;
                          });
 
+// Quantization interface 1.2: linear_group on one x gives each weight exactly linear's bits,
+// for groups whose weights share the plugin's activation form and for groups that mix forms,
+// in decode and prefill batch sizes; weights of another in_features are refused.
+class LinearGroupConformance : public ::testing::TestWithParam<std::string> {
+ protected:
+  ThreadPool threads_{2};
+  PluginHost host_{threads_, {}};
+};
+
+TEST_P(LinearGroupConformance, EachOutputHasLinearsBits) {
+  const std::string name = GetParam();
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  std::string skip;
+  const auto plugin = conformance::create_or_skip(host_, LOOM_KIND_QUANTIZATION, name, &a, &skip);
+  if (!plugin) GTEST_SKIP() << skip;
+  const auto& vt = plugin->vtable<loom_quantization_vtable>();
+  if (vt.struct_size < offsetof(loom_quantization_vtable, linear_group) + sizeof(vt.linear_group) ||
+      vt.linear_group == nullptr)
+    GTEST_SKIP() << name << " does not offer linear_group (the host calls linear for each weight)";
+
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  constexpr int64_t kIn = 256;
+  const std::vector<std::vector<loom_dtype>> groups = {
+      {LOOM_DTYPE_F16, LOOM_DTYPE_F16, LOOM_DTYPE_F16},   {LOOM_DTYPE_F32, LOOM_DTYPE_BF16},
+      {LOOM_DTYPE_Q8_0, LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0}, {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q6_K},
+      {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q8_0, LOOM_DTYPE_F16}};
+  const int64_t outs[] = {37, 16, 70};
+  int tested = 0;
+  for (const auto& dtypes : groups) {
+    bool all = true;
+    for (const loom_dtype t : dtypes) {
+      int32_t ok = 0;
+      plugin->call("supports", &loom_quantization_vtable::supports, t, &ok);
+      all = all && ok;
+    }
+    if (!all) continue;
+    ++tested;
+    std::vector<std::vector<uint8_t>> stored(dtypes.size());
+    std::vector<void*> handles(dtypes.size());
+    for (size_t i = 0; i < dtypes.size(); ++i) {
+      const loom_dtype t = dtypes[i];
+      const int64_t out = outs[i];
+      if (t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16) {
+        stored[i].resize(static_cast<size_t>(out * kIn * (t == LOOM_DTYPE_F32 ? 4 : 2)));
+        for (int64_t e = 0; e < out * kIn; ++e) {
+          const float v = u(rng);
+          if (t == LOOM_DTYPE_F32) {
+            std::memcpy(stored[i].data() + e * 4, &v, 4);
+          } else {
+            const uint16_t h = t == LOOM_DTYPE_F16 ? f32_to_f16(v) : f32_to_bf16(v);
+            std::memcpy(stored[i].data() + e * 2, &h, 2);
+          }
+        }
+      } else {
+        stored[i] = make_quantized(t, out, kIn, rng).blocks;
+      }
+      const loom_tensor_view wv = mat(stored[i].data(), t, out, kIn);
+      plugin->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handles[i]);
+    }
+    for (const int64_t n : {1, 3, 7, 150}) {
+      std::vector<float> x(static_cast<size_t>(n * kIn));
+      for (auto& e : x) e = u(rng);
+      const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, kIn);
+      std::vector<std::vector<float>> y(dtypes.size()), expected(dtypes.size());
+      std::vector<loom_tensor_view> yv(dtypes.size());
+      for (size_t i = 0; i < dtypes.size(); ++i) {
+        expected[i].assign(static_cast<size_t>(n * outs[i]), NAN);
+        loom_tensor_view ev = mat(expected[i].data(), LOOM_DTYPE_F32, n, outs[i]);
+        plugin->call("linear", &loom_quantization_vtable::linear, handles[i], &xv, &ev);
+        y[i].assign(expected[i].size(), NAN);
+        yv[i] = mat(y[i].data(), LOOM_DTYPE_F32, n, outs[i]);
+      }
+      plugin->call("linear_group", &loom_quantization_vtable::linear_group, handles.data(),
+                   static_cast<int32_t>(handles.size()), &xv, yv.data());
+      for (size_t i = 0; i < dtypes.size(); ++i)
+        EXPECT_EQ(std::memcmp(y[i].data(), expected[i].data(), expected[i].size() * sizeof(float)), 0)
+            << name << ": weight " << i << " (dtype " << dtypes[i] << ") of a group of " << dtypes.size()
+            << ", n = " << n;
+    }
+    // A weight of another in_features in the group: refused, with the shapes in the message.
+    std::vector<float> x(static_cast<size_t>(kIn + 32)), y0(static_cast<size_t>(outs[0]));
+    const loom_tensor_view bad_x = mat(x.data(), LOOM_DTYPE_F32, 1, kIn + 32);
+    std::vector<loom_tensor_view> bad_y(dtypes.size());
+    for (size_t i = 0; i < dtypes.size(); ++i) bad_y[i] = mat(y0.data(), LOOM_DTYPE_F32, 1, outs[i]);
+    loom_error_buf err{};
+    char text[256] = {};
+    err.data = text;
+    err.capacity = sizeof(text);
+    EXPECT_NE(vt.linear_group(plugin->self(), handles.data(), static_cast<int32_t>(handles.size()), &bad_x,
+                              bad_y.data(), &err),
+              LOOM_OK);
+    EXPECT_NE(std::string(text).find("linear expects x [n, 256]"), std::string::npos) << text;
+    for (void* h : handles) vt.release_weight(plugin->self(), h);
+  }
+  if (tested == 0) GTEST_SKIP() << name << " supports none of the groups' weight types";
+}
+
+INSTANTIATE_TEST_SUITE_P(Plugins, LinearGroupConformance, ::testing::ValuesIn(conformance::plugin_names()),
+                         [](const auto& info) { return info.param; });
+
 // quantization gguf: both kernel sets batch-invariant over n = 1..37, and close to each other
 // (they sum the same exact block products in different float orders).
 TEST(QuantizationGguf, EveryKernelIsBatchInvariant) {

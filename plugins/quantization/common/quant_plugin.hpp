@@ -190,6 +190,16 @@ struct PluginAbi {
         self_of(self).linear(handle, x, y);
     });
   }
+  // Quantization interface 1.2, where P has void linear_group(void* const* handles, int32_t count,
+  // x, y): several linears on one x.
+  static constexpr bool kGroups =
+      requires(P& p, void* const* h, const loom_tensor_view* x, loom_tensor_view* y) { p.linear_group(h, 1, x, y); };
+  static loom_status linear_group(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
+                                  loom_tensor_view* y, loom_error_buf* err) {
+    return loom::sdk::detail::guarded(err, [&] {
+      if constexpr (kGroups) self_of(self).linear_group(handles, count, x, y);
+    });
+  }
   static void release_weight(void*, void* handle) {
     if constexpr (requires { typename P::WeightType; })
       delete static_cast<typename P::WeightType*>(handle);
@@ -198,7 +208,8 @@ struct PluginAbi {
   }
 
   static constexpr loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight,
-                                                       &linear, &release_weight, &prepare_weight_info};
+                                                       &linear, &release_weight, &prepare_weight_info,
+                                                       kGroups ? &linear_group : nullptr};
 
   static loom_status validate(const char* config_json, loom_error_buf* err) {
     return loom::sdk::detail::guarded(err, [&] { P::parse(config_json); });

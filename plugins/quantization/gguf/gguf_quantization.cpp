@@ -134,36 +134,72 @@ class GgufQuantization {
   }
 
   void linear(const Weight& w, const loom_tensor_view* x, loom_tensor_view* y) {
-    if (x == nullptr || y == nullptr || x->data == nullptr || y->data == nullptr)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
-    if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
-      throw Error(LOOM_ERR_UNSUPPORTED, "quantization gguf: x and y must be f32");
-    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in_features || y->shape[1] != w.out_features ||
-        x->shape[0] != y->shape[0] || x->strides[1] != 1 || y->strides[1] != 1)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                  "quantization gguf: linear expects x [n, " + std::to_string(w.in_features) + "] and y [n, " +
-                      std::to_string(w.out_features) + "], got x [" + std::to_string(x->shape[0]) + ", " +
-                      std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
-                      std::to_string(y->shape[1]) + "]");
-    const int64_t n = x->shape[0], in = w.in_features, out = w.out_features;
-    const int64_t xs = x->strides[0], ys = y->strides[0];
-    const auto* xd = static_cast<const float*>(x->data);
-    auto* yd = static_cast<float*>(y->data);
-    const int64_t n_tiles = (out + kTile - 1) / kTile;
+    void* handle = const_cast<Weight*>(&w);
+    linear_group(&handle, 1, x, y);
+  }
 
-    if (is_plain(w.dtype)) {
-      host_.parallel_for(n_tiles, [&](int64_t begin, int64_t end) {
-        for (int64_t tile = begin; tile < end; ++tile) {
-          const int64_t o0 = tile * kTile;
-          loom_gguf::plain_tile(w.dtype, w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, out - o0), xd, xs, n,
-                                in, yd + o0, ys);
-        }
+  // Quantization interface 1.2: linears on one x (a layer's Q, K and V; gate and up). x is
+  // quantized once for all of them, and one pass of the threads takes the tiles of every
+  // weight. A tile is computed as linear computes it, so each y gets linear's bits. Weights
+  // that want different activations (Q8_0 blocks, Q8_K blocks, or f32 for a plain tensor) go
+  // one at a time.
+  void linear_group(void* const* handles, int32_t count, const loom_tensor_view* x, loom_tensor_view* y) {
+    if (handles == nullptr || y == nullptr || count <= 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: empty linear group");
+    for (int32_t i = 0; i < count; ++i) {
+      if (handles[i] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
+      check_linear(*static_cast<const Weight*>(handles[i]), x, &y[i]);
+    }
+    const Activations kind = activations_of(static_cast<const Weight*>(handles[0])->dtype);
+    for (int32_t i = 1; i < count; ++i) {
+      if (activations_of(static_cast<const Weight*>(handles[i])->dtype) != kind) {
+        for (int32_t k = 0; k < count; ++k) linear_group(&handles[k], 1, x, &y[k]);
+        return;
+      }
+    }
+    const int64_t n = x->shape[0], in = x->shape[1];
+    if (n == 0) return;
+    const int64_t xs = x->strides[0];
+    const auto* xd = static_cast<const float*>(x->data);
+    // Work items: tiles of kTile output rows (packed: kTile / 8 groups), weight after weight.
+    group_.resize(static_cast<size_t>(count));
+    int64_t total = 0;
+    bool any_packed = false;
+    for (int32_t i = 0; i < count; ++i) {
+      const Weight& w = *static_cast<const Weight*>(handles[i]);
+      const int64_t tiles = w.packed.data ? ((w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows +
+                                             kTileGroups - 1) / kTileGroups
+                                          : (w.out_features + kTile - 1) / kTile;
+      group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], tiles};
+      total += tiles;
+      any_packed = any_packed || w.packed.data;
+    }
+    // Calls run(target, first tile, end tile) over the group's tiles [begin, end).
+    const auto for_tiles = [&](int64_t begin, int64_t end, auto&& run) {
+      int64_t base = 0;
+      for (const Target& t : group_) {
+        const int64_t lo = std::max(begin, base), hi = std::min(end, base + t.tiles);
+        if (lo < hi) run(t, lo - base, hi - base);
+        base += t.tiles;
+      }
+    };
+
+    if (kind == Activations::f32) {
+      host_.parallel_for(total, [&](int64_t begin, int64_t end) {
+        for_tiles(begin, end, [&](const Target& t, int64_t t0, int64_t t1) {
+          const Weight& w = *t.w;
+          for (int64_t tile = t0; tile < t1; ++tile) {
+            const int64_t o0 = tile * kTile;
+            loom_gguf::plain_tile(w.dtype, w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, w.out_features - o0),
+                                  xd, xs, n, in, t.y + o0, t.ys);
+          }
+        });
       });
       return;
     }
 
     // Quantize every activation row once: [n, in / block] blocks of Q8_0 or Q8_K.
-    const bool k_quant = w.dtype == LOOM_DTYPE_Q4_K || w.dtype == LOOM_DTYPE_Q6_K;
+    const bool k_quant = kind == Activations::q8_k;
     const int64_t xq_row_bytes = k_quant ? in / g::kQKK * static_cast<int64_t>(sizeof(g::BlockQ8_K))
                                          : in / g::kQK * static_cast<int64_t>(sizeof(g::BlockQ8_0));
     if (xq_.size() < static_cast<size_t>(n * xq_row_bytes)) xq_.resize(static_cast<size_t>(n * xq_row_bytes));
@@ -182,40 +218,71 @@ class GgufQuantization {
     } else {
       host_.parallel_for(n, quantize_rows);
     }
-
-    if (w.packed.data) {
+    loom_gguf::ActivationBlockInfo info{nullptr, nullptr};
+    if (any_packed) {
       const int64_t nb = in / g::kQK;
       if (xd_.size() < static_cast<size_t>(n * nb)) {
         xd_.resize(static_cast<size_t>(n * nb));
         xoff_.resize(static_cast<size_t>(n * nb));
       }
-      const loom_gguf::ActivationBlockInfo info{xd_.data(), xoff_.data()};
-      const loom_gguf::PackedKernel packed_kernel = w.dtype == LOOM_DTYPE_Q4_0 ? q4_0_x8_ : q8_0_x8_;
+      info = loom_gguf::ActivationBlockInfo{xd_.data(), xoff_.data()};
       loom_gguf::activation_block_info(xq, xq_row_bytes, n, nb, info);
-      constexpr int64_t kTileGroups = kTile / loom_gguf::kGroupRows;
-      const int64_t n_groups = (out + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
-      host_.parallel_for((n_groups + kTileGroups - 1) / kTileGroups, [&](int64_t begin, int64_t end) {
-        for (int64_t tile = begin; tile < end; ++tile) {
-          const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
-          packed_kernel(w.packed, g0, g1, xq, xq_row_bytes, info, n, yd + g0 * loom_gguf::kGroupRows, ys);
-        }
-      });
-      return;
     }
 
-    const loom_gguf::TileKernel kernel = w.dtype == LOOM_DTYPE_Q8_0   ? kernels_.q8_0
-                                         : w.dtype == LOOM_DTYPE_Q4_0 ? kernels_.q4_0
-                                         : w.dtype == LOOM_DTYPE_Q4_K ? kernels_.q4_k
-                                                                      : kernels_.q6_k;
-    host_.parallel_for(n_tiles, [&](int64_t begin, int64_t end) {
-      for (int64_t tile = begin; tile < end; ++tile) {
-        const int64_t o0 = tile * kTile;
-        kernel(w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, out - o0), xq, xq_row_bytes, n, in, yd + o0, ys);
-      }
+    host_.parallel_for(total, [&](int64_t begin, int64_t end) {
+      for_tiles(begin, end, [&](const Target& t, int64_t t0, int64_t t1) {
+        const Weight& w = *t.w;
+        if (w.packed.data) {
+          const loom_gguf::PackedKernel packed_kernel = w.dtype == LOOM_DTYPE_Q4_0 ? q4_0_x8_ : q8_0_x8_;
+          const int64_t n_groups = (w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
+          for (int64_t tile = t0; tile < t1; ++tile) {
+            const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
+            packed_kernel(w.packed, g0, g1, xq, xq_row_bytes, info, n, t.y + g0 * loom_gguf::kGroupRows, t.ys);
+          }
+          return;
+        }
+        const loom_gguf::TileKernel kernel = w.dtype == LOOM_DTYPE_Q8_0   ? kernels_.q8_0
+                                             : w.dtype == LOOM_DTYPE_Q4_0 ? kernels_.q4_0
+                                             : w.dtype == LOOM_DTYPE_Q4_K ? kernels_.q4_k
+                                                                          : kernels_.q6_k;
+        for (int64_t tile = t0; tile < t1; ++tile) {
+          const int64_t o0 = tile * kTile;
+          kernel(w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, w.out_features - o0), xq, xq_row_bytes, n,
+                 in, t.y + o0, t.ys);
+        }
+      });
     });
   }
 
  private:
+  // The activations a weight's kernels read.
+  enum class Activations { f32, q8_0, q8_k };
+  static Activations activations_of(loom_dtype t) {
+    if (is_plain(t)) return Activations::f32;
+    return t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K ? Activations::q8_k : Activations::q8_0;
+  }
+  // One linear of a group: its weight, output and number of tiles.
+  struct Target {
+    const Weight* w;
+    float* y;
+    int64_t ys;
+    int64_t tiles;
+  };
+  static constexpr int64_t kTileGroups = kTile / loom_gguf::kGroupRows;
+
+  static void check_linear(const Weight& w, const loom_tensor_view* x, const loom_tensor_view* y) {
+    if (x == nullptr || x->data == nullptr || y->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
+    if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
+      throw Error(LOOM_ERR_UNSUPPORTED, "quantization gguf: x and y must be f32");
+    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in_features || y->shape[1] != w.out_features ||
+        x->shape[0] != y->shape[0] || x->strides[1] != 1 || y->strides[1] != 1)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "quantization gguf: linear expects x [n, " + std::to_string(w.in_features) + "] and y [n, " +
+                      std::to_string(w.out_features) + "], got x [" + std::to_string(x->shape[0]) + ", " +
+                      std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
+                      std::to_string(y->shape[1]) + "]");
+  }
+
   loom::sdk::Host host_;
   loom_gguf::Kernels kernels_;
   loom_gguf::PackedKernel q4_0_x8_ = nullptr;  // set with the AVX2 kernels
@@ -223,6 +290,7 @@ class GgufQuantization {
   std::vector<uint8_t> xq_;  // quantized activations [n, in / block] blocks, reused across calls
   std::vector<float> xd_;     // x8 kernels: activation block scales [n, in / 32]
   std::vector<int32_t> xoff_;  // x8 kernels: 8 * activation block sums [n, in / 32]
+  std::vector<Target> group_;  // the linears of the current call, reused
 };
 
 // ---- C ABI ----------------------------------------------------------------------------------

@@ -149,9 +149,71 @@ class NoneQuantization {
   }
 
   void linear(const Weight& weight, const loom_tensor_view* x, loom_tensor_view* y) {
-    const loom_none::PanelView& w = weight.view;
-    if (x == nullptr || y == nullptr || x->data == nullptr || y->data == nullptr)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
+    void* handle = const_cast<Weight*>(&weight);
+    linear_group(&handle, 1, x, y);
+  }
+
+  // Quantization interface 1.2: linears on one x (a layer's Q, K and V; gate and up) in one pass
+  // of the threads, and in prefill one packed copy of x. Every tile is computed as linear
+  // computes it, whatever else shares the pass, so each y gets linear's bits.
+  void linear_group(void* const* handles, int32_t count, const loom_tensor_view* x, loom_tensor_view* y) {
+    if (handles == nullptr || y == nullptr || count <= 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: empty linear group");
+    group_.resize(static_cast<size_t>(count));
+    bool one_dtype = true;
+    for (int32_t i = 0; i < count; ++i) {
+      if (handles[i] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
+      const loom_none::PanelView& w = static_cast<const Weight*>(handles[i])->view;
+      check_linear(w, x, &y[i]);
+      group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], 0, 0};
+      one_dtype = one_dtype && w.dtype == group_[0].w->dtype;
+    }
+    const int64_t n = x->shape[0];
+    if (n == 0) return;
+    const int64_t xs = x->strides[0];
+    const auto* xd = static_cast<const float*>(x->data);
+    if (kernel_.pack_x != nullptr && n >= loom_none::kPrefillRows && host_.num_threads() > 1 && one_dtype) {
+      prefill(xd, xs, n);
+      return;
+    }
+    // Decode: the group's panels end to end, equal shares of them per thread (rounded to
+    // kShareAlign), each thread packing its own x.
+    int64_t total = 0;
+    for (const Target& t : group_) total += t.w->n_panels;
+    const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(host_.num_threads(), total));
+    const auto share_begin = [&](int64_t i) {
+      if (i >= shares) return total;
+      return std::min(total, (total * i / shares + kShareAlign / 2) / kShareAlign * kShareAlign);
+    };
+    const auto need = static_cast<size_t>(loom_none::scratch_floats(n, group_[0].w->in));
+
+    host_.parallel_for(shares, [&](int64_t begin, int64_t end, int32_t thread) {
+      if (thread < 0 || static_cast<size_t>(thread) >= scratch_.size())
+        throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
+      std::vector<float>& scratch = scratch_[static_cast<size_t>(thread)];  // packed x, grown to the largest need
+      if (scratch.size() < need) scratch.resize(need);
+      const int64_t p_begin = share_begin(begin), p_end = share_begin(end);
+      int64_t base = 0;  // the first panel of target t in the group's panels
+      for (const Target& t : group_) {
+        const int64_t lo = std::max(p_begin, base), hi = std::min(p_end, base + t.w->n_panels);
+        if (lo < hi) kernel_.gemm(*t.w, lo - base, hi - base, xd, xs, n, t.y, t.ys, scratch.data());
+        base += t.w->n_panels;
+      }
+    });
+  }
+
+ private:
+  // One linear of a group: its weight and output, and (prefill) its panel chunking.
+  struct Target {
+    const loom_none::PanelView* w;
+    float* y;
+    int64_t ys;
+    int64_t chunk;   // panels per prefill item
+    int64_t chunks;  // prefill items per row block
+  };
+
+  static void check_linear(const loom_none::PanelView& w, const loom_tensor_view* x, const loom_tensor_view* y) {
+    if (x == nullptr || x->data == nullptr || y->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
     if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
       throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: x and y must be f32");
     if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in || y->shape[1] != w.out ||
@@ -161,57 +223,41 @@ class NoneQuantization {
                       std::to_string(w.out) + "], got x [" + std::to_string(x->shape[0]) + ", " +
                       std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
                       std::to_string(y->shape[1]) + "]");
-    const int64_t n = x->shape[0];
-    if (n == 0) return;
-    const int64_t xs = x->strides[0], ys = y->strides[0];
-    const auto* xd = static_cast<const float*>(x->data);
-    auto* yd = static_cast<float*>(y->data);
-    if (kernel_.pack_x != nullptr && n >= loom_none::kPrefillRows && host_.num_threads() > 1) {
-      prefill(w, xd, xs, n, yd, ys);
-      return;
-    }
-    const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(host_.num_threads(), w.n_panels));
-    // First panel of share i: equal shares rounded to kShareAlign panels.
-    const auto share_begin = [&](int64_t i) {
-      if (i >= shares) return w.n_panels;
-      return std::min(w.n_panels, (w.n_panels * i / shares + kShareAlign / 2) / kShareAlign * kShareAlign);
-    };
-    const auto need = static_cast<size_t>(loom_none::scratch_floats(n, w.in));
-
-    host_.parallel_for(shares, [&](int64_t begin, int64_t end, int32_t thread) {
-      if (thread < 0 || static_cast<size_t>(thread) >= scratch_.size())
-        throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
-      std::vector<float>& scratch = scratch_[static_cast<size_t>(thread)];  // packed x, grown to the largest need
-      if (scratch.size() < need) scratch.resize(need);
-      const int64_t p_begin = share_begin(begin), p_end = share_begin(end);
-      if (p_begin < p_end) kernel_.gemm(w, p_begin, p_end, xd, xs, n, yd, ys, scratch.data());
-    });
   }
 
- private:
-  // The shared-x prefill (none_panel.hpp): every thread packs blocks of x, then computes (row
-  // block, panel chunk) items, each taking the next item as it frees up. Items go row block by
-  // row block, so the threads read the same packed rows (from L3) at about the same time.
-  void prefill(const loom_none::PanelView& w, const float* x, int64_t xs, int64_t n, float* y, int64_t ys) {
+  // The shared-x prefill (none_panel.hpp) of the group's linears: every thread packs blocks of
+  // x, then computes (row block, linear, panel chunk) items, each taking the next item as it
+  // frees up. Items go row block by row block, so the threads read the same packed rows (from
+  // L3) at about the same time.
+  void prefill(const float* x, int64_t xs, int64_t n) {
     const int64_t threads = host_.num_threads();
-    packed_.resize(static_cast<size_t>(loom_none::packed_x_floats(n, w.in, w.dtype)));
+    const loom_none::PanelView& w0 = *group_[0].w;  // every linear of the group has its in and dtype
+    packed_.resize(static_cast<size_t>(loom_none::packed_x_floats(n, w0.in, w0.dtype)));
     float* xp = packed_.data();
-    const int64_t blocks = loom_none::packed_x_blocks(n, w.in, w.dtype);
+    const int64_t blocks = loom_none::packed_x_blocks(n, w0.in, w0.dtype);
     std::atomic<int64_t> next{0};
     host_.parallel_for(threads, [&](int64_t, int64_t, int32_t) {
       for (int64_t b; (b = next.fetch_add(1, std::memory_order_relaxed)) < blocks;)
-        kernel_.pack_x(w, x, xs, n, b, xp);
+        kernel_.pack_x(w0, x, xs, n, b, xp);
     });
     // Chunks of up to 8 panels (128 features: the packed rows come from L2 for all of them),
     // at least 4 per thread and row block so that a late thread leaves little to wait for.
-    const int64_t chunk = std::clamp<int64_t>(w.n_panels / (4 * threads), 1, 8);
-    const int64_t chunks = (w.n_panels + chunk - 1) / chunk;
-    const int64_t items = (n + loom_none::kBlockRows - 1) / loom_none::kBlockRows * chunks;
+    int64_t per_block = 0;
+    for (Target& t : group_) {
+      t.chunk = std::clamp<int64_t>(t.w->n_panels / (4 * threads), 1, 8);
+      t.chunks = (t.w->n_panels + t.chunk - 1) / t.chunk;
+      per_block += t.chunks;
+    }
+    const int64_t items = (n + loom_none::kBlockRows - 1) / loom_none::kBlockRows * per_block;
     next.store(0, std::memory_order_relaxed);
     host_.parallel_for(threads, [&](int64_t, int64_t, int32_t) {
       for (int64_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < items;) {
-        const int64_t p0 = i % chunks * chunk;
-        kernel_.packed_gemm(w, p0, std::min(w.n_panels, p0 + chunk), xp, n, i / chunks, y, ys);
+        int64_t c = i % per_block;
+        size_t j = 0;
+        while (c >= group_[j].chunks) c -= group_[j++].chunks;
+        const Target& t = group_[j];
+        const int64_t p0 = c * t.chunk;
+        kernel_.packed_gemm(*t.w, p0, std::min(t.w->n_panels, p0 + t.chunk), xp, n, i / per_block, t.y, t.ys);
       }
     });
   }
@@ -220,6 +266,7 @@ class NoneQuantization {
   loom_none::PanelKernels kernel_;
   std::vector<std::vector<float>> scratch_;  // per thread: packed rows of x, reused
   std::vector<float> packed_;                // the prefill's shared packed x, reused
+  std::vector<Target> group_;                // the linears of the current call, reused
 };
 
 // ---- C ABI ----------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ extern "C" {
 #endif
 
 #define LOOM_QUANTIZATION_IFACE_MAJOR 1
-#define LOOM_QUANTIZATION_IFACE_MINOR 1
+#define LOOM_QUANTIZATION_IFACE_MINOR 2
 
 typedef struct loom_quantization_create_args {
   uint32_t struct_size;
@@ -67,6 +67,16 @@ typedef struct loom_quantization_vtable {
    * weight's name, role and companions. A host that has the info calls this instead. */
   loom_status (*prepare_weight_info)(void* self, const loom_tensor_view* weight, const loom_weight_info* info,
                                      void** handle, loom_error_buf* err);
+  /* Minor 2, optional: linears that read the same x, such as a layer's Q, K and V projections or
+   * its gate and up projections: y[i] = x @ W_i^T for i < count, W_i = handles[i], all of the
+   * same in_features.
+   *   x: [n_tokens, in_features] f32, as for linear
+   *   y: count views, y[i] [n_tokens, out_features of W_i] f32
+   * The plugin prepares x once for the group (packs it, or quantizes it per token) and spreads
+   * the work of every W_i over its threads in one pass. Each y[i] gets exactly the bits linear
+   * would write to it. A host without this entry calls linear count times. */
+  loom_status (*linear_group)(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
+                              loom_tensor_view* y, loom_error_buf* err);
 } loom_quantization_vtable;
 
 #ifdef __cplusplus

@@ -145,9 +145,20 @@ struct VtableFor<loom_quantization_vtable, T> {
         return detail::self_as<T>(s).prepare_weight(weight, handle);
     });
   }
+  // A plugin class with linear_group(handles, count, x, y) serves several linears on one x in
+  // one call (quantization interface 1.2); without it the host calls linear for each.
+  static constexpr bool kHasGroup =
+      requires(T& t, void* const* h, const loom_tensor_view* x, loom_tensor_view* y) { t.linear_group(h, 1, x, y); };
+  static loom_status linear_group(void* s, void* const* handles, int32_t count, const loom_tensor_view* x,
+                                  loom_tensor_view* y, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if constexpr (kHasGroup) return detail::self_as<T>(s).linear_group(handles, count, x, y);
+    });
+  }
   static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
                                                       &prepare_weight, &linear, &release_weight,
-                                                      &prepare_weight_info};
+                                                      &prepare_weight_info,
+                                                      kHasGroup ? &linear_group : nullptr};
 };
 
 template <class T>
