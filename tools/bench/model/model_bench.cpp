@@ -94,9 +94,13 @@ int run(const ModelBenchOptions& o) {
     std::printf("memory read bandwidth (STREAM-style, 512 MiB, best of 5): %.2f GB/s\n", stream_bps / 1e9);
   }
 
-  // Warm-up: faults the mapped weights in and grows every scratch buffer once.
-  session.prefill(std::min(max_tokens, 16));
-  session.decode(2);
+  // Warm-up, as the peer script (and llama-bench) do it: one untimed run of the largest prefill
+  // and decode tested, which faults the weights in and grows every scratch buffer to its size.
+  int32_t warm_pp = 16, warm_tg = 2;
+  for (int32_t n : o.pp) warm_pp = std::max(warm_pp, n);
+  for (int32_t n : o.tg) warm_tg = std::max(warm_tg, n);
+  session.prefill(std::min(max_tokens, warm_pp));
+  session.decode(std::min(max_tokens, warm_tg));
 
   std::printf("(cpu busy: CPU time the timed steps got / (wall time x threads); below 100%% means other\n"
               " processes or waiting took the rest)\n");
