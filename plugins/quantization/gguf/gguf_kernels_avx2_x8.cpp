@@ -27,11 +27,7 @@ namespace g = loom::sdk::gguf;
 
 namespace {
 
-inline __attribute__((always_inline)) __m256i bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+#include "gguf_x8_gemm.hpp"
 
 // The exact int32 sums of one block of 8 weight rows (lane = row) against R activation rows.
 //
@@ -79,8 +75,6 @@ struct Q8_0x8 {
     }
   }
 };
-
-#include "gguf_x8_gemm.hpp"
 
 }  // namespace
 

@@ -48,11 +48,11 @@ namespace g = loom::sdk::gguf;
 
 namespace {
 
-inline __attribute__((always_inline)) __m256i bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
+using loom_gguf::ActivationBlockInfo;
+using loom_gguf::kGroupRows;
+using loom_gguf::PackedWeight;
+
+#include "gguf_x8_gemm.hpp"
 
 // Q4_0: nibbles are the unsigned operand as they are; the sums start at -8 * sum(a) (the
 // offset), so they end as the sum of (nibble - 8) * a. Low and high nibbles fold in separate
@@ -102,12 +102,6 @@ struct Q8_0x8 {
     for (int r = 0; r < R; ++r) out[r] = _mm256_add_epi32(even[r], odd[r]);
   }
 };
-
-using loom_gguf::ActivationBlockInfo;
-using loom_gguf::kGroupRows;
-using loom_gguf::PackedWeight;
-
-#include "gguf_x8_gemm.hpp"
 
 }  // namespace
 

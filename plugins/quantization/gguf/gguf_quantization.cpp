@@ -148,7 +148,8 @@ class GgufQuantization {
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: empty linear group");
     for (int32_t i = 0; i < count; ++i) {
       if (handles[i] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
-      check_linear(*static_cast<const Weight*>(handles[i]), x, &y[i]);
+      const Weight& w = *static_cast<const Weight*>(handles[i]);
+      loom_quant::check_linear(kName, w.in_features, w.out_features, x, &y[i]);
     }
     const Activations kind = activations_of(static_cast<const Weight*>(handles[0])->dtype);
     for (int32_t i = 1; i < count; ++i) {
@@ -269,19 +270,6 @@ class GgufQuantization {
     int64_t tiles;
   };
   static constexpr int64_t kTileGroups = kTile / loom_gguf::kGroupRows;
-
-  static void check_linear(const Weight& w, const loom_tensor_view* x, const loom_tensor_view* y) {
-    if (x == nullptr || x->data == nullptr || y->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
-    if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
-      throw Error(LOOM_ERR_UNSUPPORTED, "quantization gguf: x and y must be f32");
-    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in_features || y->shape[1] != w.out_features ||
-        x->shape[0] != y->shape[0] || x->strides[1] != 1 || y->strides[1] != 1)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                  "quantization gguf: linear expects x [n, " + std::to_string(w.in_features) + "] and y [n, " +
-                      std::to_string(w.out_features) + "], got x [" + std::to_string(x->shape[0]) + ", " +
-                      std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
-                      std::to_string(y->shape[1]) + "]");
-  }
 
   loom::sdk::Host host_;
   loom_gguf::Kernels kernels_;

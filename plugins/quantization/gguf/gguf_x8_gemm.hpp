@@ -1,7 +1,8 @@
 // The GEMM over x8-layout weights (gguf_repack.hpp), generic in how a block's exact int32 sums
 // are formed: F::sums<R>(q, a, b, off, out) gives, lane = weight row, the 8 sums of block b
 // against R activation rows. Included inside an anonymous namespace by each kernel file, after
-// its `#pragma GCC target`, so each instruction set compiles its own copy.
+// its `#pragma GCC target` and before its F types (it also gives them bcast4), so each
+// instruction set compiles its own copy.
 //
 // Per (activation row, weight row) the blocks fold in order: acc = fma(d_w * d_a, float(sum),
 // acc), block 0, 1, ... whatever n is, so kernels whose F gives the same integers give the same
@@ -10,6 +11,13 @@
 // GEMM: R activation rows (R = 4, fewer at the end) share each loaded and unpacked weight
 // chunk; their int sums and float accumulators, the weight registers and temporaries fit the 16
 // ymm registers. Decode (R = 1) streams each group's bytes once, in address order.
+
+// 4 activation bytes broadcast to the 8 lanes (one per weight row).
+inline __attribute__((always_inline)) __m256i bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
 
 // R activation rows x one 8-row group, all nb blocks; y rows ys apart, n_out (<= 8) columns.
 // Per (row, lane) the blocks fold in order: acc = fma(d_w * d_a, float(sum), acc).

@@ -229,17 +229,7 @@ void gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, in
   }
 }
 
-template <class Load>
-void packed_gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
-                 float* y, int64_t ys) {
-  const int64_t kb = block_k(w.dtype);
-  const int64_t m0 = m * kBlockRows;
-  const int64_t mn = n - m0 < kBlockRows ? n - m0 : kBlockRows;
-  for (int64_t k0 = 0, b = 0; k0 < w.in; k0 += kb, ++b) {
-    const int64_t kn = w.in - k0 < kb ? w.in - k0 : kb;
-    row_block<Load>(w, p_begin, p_end, xp + packed_x_offset(n, w.in, w.dtype, m, b), mn, k0, kn, y + m0 * ys, ys);
-  }
-}
+#include "none_packed_gemm.hpp"
 
 }  // namespace
 

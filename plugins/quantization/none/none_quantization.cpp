@@ -164,7 +164,7 @@ class NoneQuantization {
     for (int32_t i = 0; i < count; ++i) {
       if (handles[i] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
       const loom_none::PanelView& w = static_cast<const Weight*>(handles[i])->view;
-      check_linear(w, x, &y[i]);
+      loom_quant::check_linear(kName, w.in, w.out, x, &y[i]);
       group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], 0, 0};
       one_dtype = one_dtype && w.dtype == group_[0].w->dtype;
     }
@@ -211,19 +211,6 @@ class NoneQuantization {
     int64_t chunk;   // panels per prefill item
     int64_t chunks;  // prefill items per row block
   };
-
-  static void check_linear(const loom_none::PanelView& w, const loom_tensor_view* x, const loom_tensor_view* y) {
-    if (x == nullptr || x->data == nullptr || y->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "x or y is null");
-    if (x->dtype != LOOM_DTYPE_F32 || y->dtype != LOOM_DTYPE_F32)
-      throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: x and y must be f32");
-    if (x->ndim != 2 || y->ndim != 2 || x->shape[1] != w.in || y->shape[1] != w.out ||
-        x->shape[0] != y->shape[0] || x->strides[1] != 1 || y->strides[1] != 1)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                  "quantization none: linear expects x [n, " + std::to_string(w.in) + "] and y [n, " +
-                      std::to_string(w.out) + "], got x [" + std::to_string(x->shape[0]) + ", " +
-                      std::to_string(x->shape[1]) + "] and y [" + std::to_string(y->shape[0]) + ", " +
-                      std::to_string(y->shape[1]) + "]");
-  }
 
   // The shared-x prefill (none_panel.hpp) of the group's linears: every thread packs blocks of
   // x, then computes (row block, linear, panel chunk) items, each taking the next item as it
