@@ -106,6 +106,8 @@ TEST(LlamaModel, RefusesWhatItWouldGetWrong) {
   EXPECT_NE(scaling.find("rope.scaling.type"), std::string::npos) << scaling;
   const std::string heads = load_error(tiny_model([](GgufWriter& g) { g.set_u32("llama.attention.head_count", 3); }));
   EXPECT_NE(heads.find("not a multiple"), std::string::npos) << heads;
+  const std::string blocks = load_error(tiny_model([](GgufWriter& g) { g.set_u32("llama.block_count", 0); }));
+  EXPECT_NE(blocks.find("block_count = 0 must be a positive"), std::string::npos) << blocks;  // the executor needs a last layer
 }
 
 TEST(PrequantizedFormat, TheFileNamesItsPlugin) {

@@ -6,8 +6,8 @@
 // memory stays about one copy of the weights.
 //
 // linear quantizes each activation row once per call (Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K
-// for the K-quants) into a scratch buffer the plugin keeps, then splits the output features into
-// tiles across the host's threads; a tile (kTile rows, tens of KiB) stays in L2 while every
+// for the K-quants; linear_group once for all its weights) into a scratch buffer the plugin
+// keeps, then splits the output features into tiles across the host's threads; a tile (kTile rows, tens of KiB) stays in L2 while every
 // activation row streams past it, so each weight byte comes from memory once per call. The
 // kernels (gguf_kernels.hpp: AVX2 when the CPU has it, key "simd") give each row the same bits
 // alone or in any batch.

@@ -5,12 +5,12 @@
 // products: 2 weight vectors x 6 broadcast x values -> 12 FMAs per k step, out of L1. The model
 // file's copy is then given back to the OS (except the token embedding, which the embedding
 // lookup keeps reading when it doubles as the classifier), so resident memory stays about the
-// file's size. linear hands each host thread an equal share of whole panels for a few rows; for a
-// prefill the threads share one packed copy of x and take (row block, panel chunk) items as they
-// free up. Every output
-// element is one multiply-add chain in increasing k whatever the batch size, the blocking or
-// the thread: batched == alone, bit for bit. The kernel is AVX2+FMA when the CPU has it (config
-// key "simd"), else portable.
+// file's size. linear (and linear_group, several weights on one x: Q/K/V, gate/up) hands each
+// host thread an equal share of whole panels for a few rows; for a prefill the threads share one
+// packed copy of x and take (row block, weight, panel chunk) items as they free up. Every output
+// element is one multiply-add chain in increasing k whatever the batch size, the blocking, the
+// group or the thread: batched == alone, bit for bit. The kernel is AVX2+FMA when the CPU has it
+// (prefill tiles on AVX-512F where it has that, same bits; config key "simd"), else portable.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <boost/dll/alias.hpp>
