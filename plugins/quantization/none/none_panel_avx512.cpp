@@ -176,11 +176,7 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* 
 
 void packed_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
                         float* y, int64_t ys) {
-  switch (w.dtype) {
-    case LOOM_DTYPE_F16: packed_gemm<LoadF16>(w, p_begin, p_end, xp, n, m, y, ys); break;
-    case LOOM_DTYPE_BF16: packed_gemm<LoadBF16>(w, p_begin, p_end, xp, n, m, y, ys); break;
-    default: packed_gemm<LoadF32>(w, p_begin, p_end, xp, n, m, y, ys); break;
-  }
+  packed_gemm_of_dtype(w, p_begin, p_end, xp, n, m, y, ys);
 }
 
 #pragma GCC pop_options
