@@ -5,7 +5,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/common/histogram.hpp"
-#include "core/executor/sampler.hpp"
+#include "core/engine/sampler.hpp"
 
 namespace loom {
 

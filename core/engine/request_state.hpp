@@ -9,7 +9,7 @@
 
 #include "core/engine/engine_api.hpp"
 #include "core/engine/stop_checker.hpp"
-#include "core/model/incremental_detokenizer.hpp"
+#include "core/tokenizer/incremental_detokenizer.hpp"
 #include "loom/types.h"
 
 namespace loom {

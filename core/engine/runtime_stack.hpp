@@ -23,10 +23,10 @@
 #include "core/executor/llama_model.hpp"
 #include "core/executor/model_executor.hpp"
 #include "core/executor/model_source.hpp"
-#include "core/executor/sampler.hpp"
-#include "core/model/chat_template.hpp"
-#include "core/model/gguf_file.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/engine/sampler.hpp"
+#include "core/template/chat_template.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "core/plugin/plugin_host.hpp"
 
 namespace loom {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "core/executor/llama_model.hpp"
-#include "core/model/safetensors_file.hpp"
+#include "core/formats/safetensors_file.hpp"
 
 namespace loom {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/executor/model_arch.hpp"
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 #include "loom/types.h"
 
 namespace loom {

@@ -18,7 +18,7 @@
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/micro_batch.hpp"
 #include "core/executor/llama_model.hpp"
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 #include "loom/attention.h"
 #include "loom/quantization.h"
 

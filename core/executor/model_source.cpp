@@ -8,7 +8,7 @@
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/executor/hf_model.hpp"
-#include "core/model/tokenizer_json.hpp"
+#include "core/tokenizer/tokenizer_json.hpp"
 
 namespace loom {
 namespace {

@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "core/executor/llama_model.hpp"
-#include "core/model/chat_template.hpp"
-#include "core/model/gguf_file.hpp"
-#include "core/model/safetensors_file.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/template/chat_template.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/safetensors_file.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
 

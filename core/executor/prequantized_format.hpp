@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 
 namespace loom {
 

@@ -164,9 +164,9 @@ OpenedPlugin PluginLoader::open(loom_plugin_kind kind, std::string_view name,
   const loom_plugin_desc* desc = entry();
   if (desc == nullptr) throw refuse("entry function returned no descriptor (NULL)");
 
-  if (desc->struct_size < sizeof(loom_plugin_desc)) {
+  if (desc->struct_size < LOOM_PLUGIN_DESC_MIN_SIZE) {
     throw refuse("descriptor struct_size " + std::to_string(desc->struct_size) +
-                 " is smaller than the " + std::to_string(sizeof(loom_plugin_desc)) +
+                 " is smaller than the " + std::to_string(LOOM_PLUGIN_DESC_MIN_SIZE) +
                  " bytes the host reads (built against an older, incompatible SDK?)");
   }
   if (desc->abi_version != LOOM_ABI_VERSION) {

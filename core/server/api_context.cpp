@@ -1,6 +1,6 @@
 #include "core/server/api_context.hpp"
 
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
 namespace {

@@ -1,7 +1,7 @@
 #include "core/server/chat_prompt.hpp"
 
-#include "core/model/chat_template.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/template/chat_template.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "core/server/api_error.hpp"
 #include "core/server/json_fields.hpp"
 

@@ -1,5 +1,5 @@
 // Chat messages -> one prompt string and its token ids. This is the single place a chat template
-// is applied: the model's own Jinja template when it has one (core/model/chat_template.hpp), else
+// is applied: the model's own Jinja template when it has one (core/template/chat_template.hpp), else
 // the fallback format below.
 #pragma once
 

@@ -1,6 +1,6 @@
 #include "core/server/generation_routes.hpp"
 
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "core/server/chat_request.hpp"
 #include "core/server/completion_request.hpp"
 #include "core/server/generation_stream.hpp"

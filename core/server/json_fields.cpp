@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "core/model/utf8.hpp"
+#include "core/tokenizer/utf8.hpp"
 #include "core/server/api_error.hpp"
 
 namespace loom {

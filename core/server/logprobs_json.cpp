@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-#include "core/model/utf8.hpp"
+#include "core/tokenizer/utf8.hpp"
 
 namespace loom {
 namespace {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "core/engine/engine_api.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "core/server/json_fields.hpp"
 
 namespace loom {

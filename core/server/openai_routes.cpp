@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "core/server/api_context.hpp"
 #include "core/server/generation_routes.hpp"
 #include "core/server/json_fields.hpp"

@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/tokenizer.hpp"
-#include "core/model/utf8.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+#include "core/tokenizer/utf8.hpp"
 #include "core/server/api_error.hpp"
 #include "core/server/chat_prompt.hpp"
 #include "core/server/chat_request.hpp"

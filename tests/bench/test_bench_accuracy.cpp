@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "core/common/error.hpp"
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 #include "tools/bench/model/perplexity.hpp"
 #include "tools/convert/weight_quantizer.hpp"
 

@@ -9,8 +9,8 @@
 #include <cstring>
 #include <span>
 
-#include "core/model/llama_gguf_export.hpp"
-#include "core/model/model_presets.hpp"
+#include "core/formats/llama_gguf_export.hpp"
+#include "core/formats/model_presets.hpp"
 #include "plugins/quantization/int8/int8_format.hpp"
 #include "tests/unit/test_executor_support.hpp"
 #include "tools/convert/convert_args.hpp"

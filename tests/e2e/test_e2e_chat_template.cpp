@@ -9,9 +9,9 @@
 #include <filesystem>
 #include <vector>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/gguf_writer.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/gguf_writer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "e2e/e2e_server.hpp"
 
 namespace loom::test {

@@ -11,7 +11,7 @@
 
 #include "core/executor/hf_model.hpp"
 #include "core/server/chat_prompt.hpp"
-#include "core/model/tokenizer_json.hpp"
+#include "core/tokenizer/tokenizer_json.hpp"
 #include "e2e/e2e_server.hpp"
 
 namespace loom::test {

@@ -4,9 +4,9 @@
 
 #include <filesystem>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/llama_gguf_export.hpp"
-#include "core/model/model_presets.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/llama_gguf_export.hpp"
+#include "core/formats/model_presets.hpp"
 #include "e2e/e2e_server.hpp"
 
 namespace loom::test {

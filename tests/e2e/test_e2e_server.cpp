@@ -5,8 +5,8 @@
 #include <iterator>
 #include <thread>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "e2e/e2e_server.hpp"
 
 namespace loom::test {

@@ -16,8 +16,8 @@
 
 #include "core/common/error.hpp"
 #include "core/engine/engine_api.hpp"
-#include "core/model/tokenizer.hpp"
-#include "core/model/utf8.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+#include "core/tokenizer/utf8.hpp"
 
 namespace loom::test {
 

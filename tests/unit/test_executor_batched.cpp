@@ -10,7 +10,7 @@
 #include <random>
 
 #include "core/common/half.hpp"
-#include "core/model/gguf_writer.hpp"
+#include "core/formats/gguf_writer.hpp"
 #include "tests/unit/test_executor_support.hpp"
 
 namespace loom {
@@ -40,7 +40,7 @@ std::vector<std::vector<float>> run_alone(ModelRunner& r, const std::vector<int3
     SeqSchedule s{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed)), computed, table, true};
     out.push_back(r.step(std::span<const SeqSchedule>(&s, 1)));
     computed = static_cast<int32_t>(tokens.size());
-    tokens.push_back(Sampler::argmax(out.back()));
+    tokens.push_back(loom::test::argmax(out.back()));
   }
   tokens_out = tokens;
   return out;

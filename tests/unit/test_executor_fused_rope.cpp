@@ -25,7 +25,7 @@ std::vector<std::vector<float>> run_steps(loom_dtype kv_dtype, bool rope_in_plug
                         true};
     logits.push_back(runner.step(std::span<const SeqSchedule>(&s, 1)));
     computed = static_cast<int32_t>(context.size());
-    context.push_back(Sampler::argmax(logits.back()));
+    context.push_back(loom::test::argmax(logits.back()));
   }
   return logits;
 }

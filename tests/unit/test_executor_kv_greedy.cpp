@@ -33,7 +33,7 @@ GreedyRun greedy_from_bos(loom_dtype kv_dtype) {
                         true};
     run.logits.push_back(runner.step(std::span<const SeqSchedule>(&s, 1)));
     computed = static_cast<int32_t>(context.size());
-    run.tokens.push_back(Sampler::argmax(run.logits.back()));
+    run.tokens.push_back(loom::test::argmax(run.logits.back()));
     context.push_back(run.tokens.back());
   }
   return run;

@@ -7,7 +7,7 @@
 #include "core/common/error.hpp"
 #include "core/executor/llama_model.hpp"
 #include "core/executor/prequantized_format.hpp"
-#include "core/model/gguf_writer.hpp"
+#include "core/formats/gguf_writer.hpp"
 
 namespace loom {
 namespace {

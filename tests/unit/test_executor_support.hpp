@@ -16,11 +16,21 @@
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/model_executor.hpp"
-#include "core/executor/sampler.hpp"
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 #include "core/plugin/plugin_host.hpp"
 
 namespace loom::test {
+
+// Greedy choice as the engine's sampler makes it: the first largest logit, NaNs skipped.
+inline int32_t argmax(std::span<const float> logits) {
+  int32_t best = -1;
+  for (int32_t i = 0; i < static_cast<int32_t>(logits.size()); ++i) {
+    const float v = logits[static_cast<size_t>(i)];
+    if (std::isnan(v)) continue;
+    if (best < 0 || v > logits[static_cast<size_t>(best)]) best = i;
+  }
+  return best < 0 ? 0 : best;
+}
 
 inline std::string data_path(const std::string& name) { return std::string(LOOM_TEST_DATA) + "/" + name; }
 
@@ -111,7 +121,7 @@ class ModelRunner {
       SeqSchedule s{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed)), computed, table, true};
       const std::vector<float> logits = step(std::span<const SeqSchedule>(&s, 1));
       computed = static_cast<int32_t>(tokens.size());
-      const int32_t next = Sampler::argmax(logits);
+      const int32_t next = argmax(logits);
       tokens.push_back(next);
       out.push_back(next);
     }

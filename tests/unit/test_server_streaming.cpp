@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/model/utf8.hpp"
+#include "core/tokenizer/utf8.hpp"
 #include "core/server/http_server.hpp"
 #include "tests/unit/fake_engine.hpp"
 #include "tests/unit/http_test_client.hpp"

@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "core/common/error.hpp"
-#include "core/model/gguf_file.hpp"
-#include "core/model/tokenizer.hpp"
-#include "core/model/utf8.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+#include "core/tokenizer/utf8.hpp"
 
 namespace loom::bench {
 namespace {

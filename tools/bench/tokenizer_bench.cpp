@@ -12,9 +12,9 @@
 #include <sstream>
 #include <vector>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/tokenizer.hpp"
-#include "core/model/tokenizer_json.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+#include "core/tokenizer/tokenizer_json.hpp"
 
 namespace loom::bench {
 

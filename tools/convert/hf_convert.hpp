@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/executor/model_source.hpp"
-#include "core/model/gguf_writer.hpp"
+#include "core/formats/gguf_writer.hpp"
 
 namespace loom::convert {
 

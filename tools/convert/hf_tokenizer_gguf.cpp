@@ -4,8 +4,8 @@
 
 #include "core/common/error.hpp"
 #include "core/executor/hf_model.hpp"
-#include "core/model/pre_tokenizer.hpp"
-#include "core/model/spm_tokenizer.hpp"
+#include "core/tokenizer/pre_tokenizer.hpp"
+#include "core/tokenizer/spm_tokenizer.hpp"
 
 namespace loom::convert {
 namespace {

@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 
 namespace loom::convert {
 

@@ -23,8 +23,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/gguf_writer.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/gguf_writer.hpp"
 #include "tools/convert/smoothquant_calibration.hpp"
 
 namespace loom::convert {

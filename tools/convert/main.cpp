@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "core/common/error.hpp"
-#include "core/model/gguf_file.hpp"
-#include "core/model/llama2c_checkpoint.hpp"
-#include "core/model/llama_gguf_export.hpp"
-#include "core/model/model_presets.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/llama2c_checkpoint.hpp"
+#include "core/formats/llama_gguf_export.hpp"
+#include "core/formats/model_presets.hpp"
 #include "tools/convert/convert_args.hpp"
 #include "tools/convert/hf_convert.hpp"
 #include "tools/convert/loom_quantized.hpp"

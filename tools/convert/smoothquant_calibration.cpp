@@ -12,7 +12,7 @@
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/llama_model.hpp"
 #include "core/executor/model_executor.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "core/plugin/plugin_host.hpp"
 #include "tools/convert/loom_quantized.hpp"
 

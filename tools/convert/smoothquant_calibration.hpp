@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 
 namespace loom::convert {
 

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "core/model/gguf_file.hpp"
-#include "core/model/gguf_writer.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/gguf_writer.hpp"
 
 namespace loom::convert {
 

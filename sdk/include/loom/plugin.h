@@ -98,7 +98,15 @@ typedef struct loom_plugin_desc {
                         void** self, const void** vtable, loom_error_buf* err);
   /* Destroys an instance made by create. Never fails. */
   void (*destroy)(void* self);
+  /* ---- descriptors of 1 + 8 pointers end here; what follows is read only when struct_size
+   * covers it (LOOM_PLUGIN_DESC_MIN_SIZE is the smallest the host accepts). ---- */
+  /* (optional) The plugin's config keys as JSON text, static storage: an array of objects
+   * {"key", "type", "default", "help"} (sdk_config.hpp writes it). NULL: not published. */
+  const char* config_schema;
 } loom_plugin_desc;
+
+/* The first descriptor layout (through `destroy`); older plugins' descriptors are this long. */
+#define LOOM_PLUGIN_DESC_MIN_SIZE (offsetof(loom_plugin_desc, config_schema))
 
 /* Type of the exported entry. */
 typedef const loom_plugin_desc* (*loom_plugin_entry_fn)(void);

@@ -14,7 +14,7 @@
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/llama_model.hpp"
 #include "core/executor/model_executor.hpp"
-#include "core/model/gguf_file.hpp"
+#include "core/formats/gguf_file.hpp"
 #include "core/plugin/plugin_host.hpp"
 
 namespace loom::bench {

@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "core/common/error.hpp"
-#include "core/model/tokenizer.hpp"
+#include "core/tokenizer/tokenizer.hpp"
 #include "loom/sdk_kv_quant.hpp"
 #include "tools/bench/model/bench_session.hpp"
 
