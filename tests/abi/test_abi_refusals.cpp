@@ -77,7 +77,7 @@ TEST_F(AbiRefusals, ShortDescriptor) {
   const auto m = refusal(spec_of("short_desc"));
   EXPECT_CONTAINS(m, head("short_desc"));
   EXPECT_CONTAINS(m, "descriptor struct_size 16 is smaller than the " +
-                         std::to_string(sizeof(loom_plugin_desc)) + " bytes the host reads");
+                         std::to_string(LOOM_PLUGIN_DESC_MIN_SIZE) + " bytes the host reads");
 }
 
 TEST_F(AbiRefusals, CreateThatThrowsCarriesTheExceptionText) {
