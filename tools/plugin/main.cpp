@@ -1,6 +1,7 @@
 // loom-plugin: tools for plugin authors.
 //   loom-plugin inspect FILE.so          what the descriptor says, and whether this host loads it
 //   loom-plugin new KIND NAME DIR        a buildable plugin skeleton with a test
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -8,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "core/common/error.hpp"
+#include "core/common/executable_dir.hpp"
 #include "core/plugin/plugin_kind.hpp"
 #include "tools/plugin/inspect.hpp"
 #include "tools/plugin/skeleton.hpp"
@@ -39,8 +41,13 @@ int main(int argc, char** argv) {
     if (inspect->parsed()) return loom::tools::inspect_plugin(file, std::cout);
     const auto written = loom::tools::write_skeleton(loom::parse_kind(kind), name, dir);
     for (const auto& path : written) std::cout << "wrote " << path.string() << "\n";
-    std::cout << "build: cmake -S " << dir << " -B " << dir << "/build -DCMAKE_PREFIX_PATH=<loom prefix> && cmake --build "
-              << dir << "/build && ctest --test-dir " << dir << "/build\n";
+    // Run from an install, the prefix is the one this loom-plugin belongs to.
+    const auto prefix = loom::executable_dir().parent_path();
+    std::error_code ec;
+    const std::string prefix_text =
+        std::filesystem::exists(prefix / "lib/cmake/LoomSDK/LoomSDKConfig.cmake", ec) ? prefix.string() : "<loom prefix>";
+    std::cout << "build: cmake -S " << dir << " -B " << dir << "/build -DCMAKE_PREFIX_PATH=" << prefix_text
+              << " && cmake --build " << dir << "/build && ctest --test-dir " << dir << "/build\n";
     return 0;
   } catch (const std::exception& e) {
     std::cerr << "loom-plugin: " << e.what() << "\n";
