@@ -5,4 +5,13 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${LOOM_BUILD_DIR:-$root/build}"
 "$root/tools/setup.sh"
+# The deploy tests check the Kubernetes manifests with kubernetes-validate (PyPI; it validates
+# offline against the schemas it bundles). Install it when missing; if PyPI cannot be reached
+# the test reports itself skipped, saying why.
+if ! python3 -c "import kubernetes_validate" 2>/dev/null; then
+  # A Debian-managed python3 refuses plain pip installs (PEP 668); then ask for it explicitly.
+  python3 -m pip install --quiet kubernetes-validate 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages kubernetes-validate ||
+    echo "test.sh: could not install kubernetes-validate from PyPI; deploy_manifests_validate will be skipped"
+fi
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" --timeout 600 "$@"

@@ -67,7 +67,12 @@ PluginLoader::PluginLoader(const std::vector<std::string>& dirs) {
     if (std::find(dirs_.begin(), dirs_.end(), use) == dirs_.end()) dirs_.push_back(use);
   };
   for (const auto& d : dirs) add(d);
-  add(executable_dir());
+  const fs::path exe_dir = executable_dir();
+  add(exe_dir);
+  // An installed loom-server (<prefix>/bin) finds the in-tree plugins in <prefix>/lib/loom/plugins.
+  // Only when it exists: a build tree has no such directory, and messages list real places only.
+  std::error_code ec;
+  if (!exe_dir.empty() && fs::is_directory(exe_dir / kInstalledPluginDir, ec)) add(exe_dir / kInstalledPluginDir);
 }
 
 std::string PluginLoader::file_name(loom_plugin_kind kind, std::string_view name) {
@@ -137,8 +142,8 @@ std::vector<std::string> PluginLoader::available(loom_plugin_kind kind) const {
   return names;
 }
 
-OpenedPlugin PluginLoader::open(loom_plugin_kind kind, std::string_view name,
-                                const fs::path& file) const {
+OpenedPlugin PluginLoader::read_descriptor(loom_plugin_kind kind, std::string_view name,
+                                           const fs::path& file) {
   const std::string file_text = file.string();
   auto refuse = [&](const std::string& reason, loom_status code = LOOM_ERR_UNSUPPORTED) {
     return Error(plugin_refusal(kind, name, file_text, reason), code);
@@ -164,6 +169,20 @@ OpenedPlugin PluginLoader::open(loom_plugin_kind kind, std::string_view name,
   const loom_plugin_desc* desc = entry();
   if (desc == nullptr) throw refuse("entry function returned no descriptor (NULL)");
 
+  OpenedPlugin out;
+  out.library = library;  // shared_ptr<void>: the .so stays mapped while any copy lives
+  out.desc = desc;
+  out.file = file_text;
+  return out;
+}
+
+OpenedPlugin PluginLoader::open(loom_plugin_kind kind, std::string_view name,
+                                const fs::path& file) const {
+  OpenedPlugin out = read_descriptor(kind, name, file);
+  const loom_plugin_desc* desc = out.desc;
+  auto refuse = [&](const std::string& reason) {
+    return Error(plugin_refusal(kind, name, out.file, reason), LOOM_ERR_UNSUPPORTED);
+  };
   if (desc->struct_size < LOOM_PLUGIN_DESC_MIN_SIZE) {
     throw refuse("descriptor struct_size " + std::to_string(desc->struct_size) +
                  " is smaller than the " + std::to_string(LOOM_PLUGIN_DESC_MIN_SIZE) +
@@ -199,11 +218,6 @@ OpenedPlugin PluginLoader::open(loom_plugin_kind kind, std::string_view name,
   if (desc->create == nullptr || desc->destroy == nullptr) {
     throw refuse("the descriptor has no create or destroy function");
   }
-
-  OpenedPlugin out;
-  out.library = library;  // shared_ptr<void>: the .so stays mapped while any copy lives
-  out.desc = desc;
-  out.file = file_text;
   return out;
 }
 

@@ -30,7 +30,11 @@ std::string plugin_refusal(loom_plugin_kind kind, std::string_view name, std::st
 
 class PluginLoader {
  public:
-  // Searches `dirs` in order, then the executable's directory. Duplicates are dropped.
+  // Where an installed tree keeps the plugins, relative to the executable's directory.
+  static constexpr const char* kInstalledPluginDir = "../lib/loom/plugins";
+
+  // Searches `dirs` in order, then the executable's directory, then kInstalledPluginDir below it
+  // when that exists. Duplicates are dropped.
   explicit PluginLoader(const std::vector<std::string>& dirs);
 
   const std::vector<std::filesystem::path>& search_dirs() const { return dirs_; }
@@ -54,6 +58,12 @@ class PluginLoader {
   // create/destroy present. Throws the refusal line on the first failure.
   OpenedPlugin open(loom_plugin_kind kind, std::string_view name,
                     const std::filesystem::path& file) const;
+
+  // The first half of open: the file loaded and its entry called, the descriptor not yet checked
+  // (loom-plugin inspect shows a descriptor the host would refuse). kind and name only label the
+  // refusal line: no entry symbol, or a NULL descriptor.
+  static OpenedPlugin read_descriptor(loom_plugin_kind kind, std::string_view name,
+                                      const std::filesystem::path& file);
 
  private:
   std::vector<std::filesystem::path> dirs_;
