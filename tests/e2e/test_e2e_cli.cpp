@@ -136,6 +136,26 @@ TEST(E2eCli, VllmMetricsPrefixRenamesEveryMetric) {
   EXPECT_EQ(sample(r.body, "vllm:kv_cache_total_blocks"), 16.0) << r.body;
 }
 
+TEST(E2eCli, ChatTemplateFileReplacesTheModels) {
+  const ScratchDir dir;
+  std::ofstream(dir.path() / "t.jinja") << "{{ bos_token }}{% for m in messages %}<{{ m.role }}>{{ m.content }}{% endfor %}";
+  ServerProcess server(LOOM_SERVER_BIN,
+                       {"tests/data/stories260K.gguf", "--chat-template", "t.jinja", "--port", "0", "-t", "1", "-c", "128",
+                        "-np", "2"},
+                       dir.path().string());
+  ASSERT_NE(server.port(), 0) << server.output();
+  HttpTestClient client(static_cast<uint16_t>(server.port()));
+  const auto r = client.post("/apply-template", R"({"messages": [{"role": "user", "content": "Hi"}]})");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  // The BOS text comes from the model's tokenizer (stories260K has no template of its own).
+  EXPECT_EQ(nlohmann::json::parse(r.body)["prompt"], "<s><user>Hi");
+  // A file that does not exist is a command-line error.
+  const RunResult missing = run_to_exit(dir.path(), "tests/data/stories260K.gguf --chat-template nope.jinja");
+  EXPECT_EQ(missing.status, 2) << missing.output;
+  EXPECT_NE(missing.output.find("--chat-template: File does not exist: nope.jinja"), std::string::npos)
+      << missing.output;
+}
+
 TEST(E2eCli, ACudaDeviceIsRefusedInOneLine) {
   const ScratchDir dir;
   std::ofstream(dir.path() / "cuda.toml") << "[runtime]\ndevice = \"cuda\"\n";
