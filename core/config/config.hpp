@@ -16,6 +16,7 @@ struct ModelConfig {
   std::string path;           // absolute; a relative path in the file is relative to the file
   std::string name;           // served model name; default: file name without .gguf/.safetensors
   int32_t max_model_len = 0;  // 0 = from the model
+  std::string chat_template;  // a Jinja file (absolute) used instead of the model's own; "" = the model's
   bool operator==(const ModelConfig&) const = default;
 };
 
@@ -27,11 +28,14 @@ struct ServerConfig {
   int32_t http_threads = 2;
   int64_t max_body_bytes = kDefaultMaxBodyBytes;
   std::string api_key;  // empty = no authentication
+  // The prefix of every /metrics name: "loom" (loom:...) or "vllm" (vllm:..., what vLLM's
+  // dashboards and routers scrape).
+  std::string metrics_prefix = "loom";
   bool operator==(const ServerConfig&) const = default;
 };
 
 struct RuntimeConfig {
-  std::string device = "cpu";  // "cpu", "cuda" or "cuda:N"
+  std::string device = "cpu";  // only "cpu" runs today; "cuda"/"cuda:N" are refused (no CUDA code)
   int32_t threads = 0;         // 0 = hardware concurrency
   uint64_t seed = 0;           // base seed for requests that give none
   bool operator==(const RuntimeConfig&) const = default;
@@ -59,18 +63,40 @@ struct Config {
   // [cache] kv_dtype: the KV pool's element type, "f32", "f16", "bf16", "int8" or "fp8_e4m3". The
   // core reads it (pool, cache and attention create args); it is not part of cache.config_json.
   std::string kv_dtype = "f32";
+  // [cache] memory_utilization (core key): when [cache] sets neither kv_memory nor num_blocks,
+  // loom-server sizes the pool as this fraction of the machine's available memory minus the
+  // model file, capped at what max_num_seqs sequences of max_model_len tokens can use
+  // (core/server/kv_memory_budget.hpp). In-process users (tests) get the plugin's own default.
+  double memory_utilization = 0.9;
   std::optional<PluginTable> cache_offload;   // absent table = kind off
   std::optional<PluginTable> semantic_cache;  // absent table = kind off
   bool operator==(const Config&) const = default;
 };
 
+// Plugin-table keys set in code (command-line flags, the KV memory budget): `json_value` is JSON
+// text ("64", "true", "\"8GiB\""); nullopt removes the key. The plugin validates the result.
+void set_plugin_key(PluginTable& table, const std::string& key, std::optional<std::string> json_value);
+bool has_plugin_key(const PluginTable& table, const std::string& key);
+// `over` layered on `base`: over's keys added to base's when both name the same plugin, else
+// `over` alone (another plugin's keys would be refused as unknown).
+PluginTable merge_plugin_tables(const PluginTable& base, const PluginTable& over);
+
 // Reads and validates a config file. Throws loom::Error naming the file when it cannot be read,
 // and with one line per problem when it is invalid.
 Config load_config(const std::string& path);
+// The same, on top of `base`: a key the file does not set keeps base's value; a plugin table that
+// names base's plugin adds its keys to base's, one that names another plugin replaces them.
+Config load_config(const std::string& path, const Config& base);
 
 // Same, from text; `source_path` names the file in messages and is the base of relative paths
 // (empty: "<config>" and the working directory).
 Config parse_config(std::string_view toml_text, const std::string& source_path);
+Config parse_config(std::string_view toml_text, const std::string& source_path, const Config& base);
+
+// What loom-server runs with when no file says otherwise: the values configs/default.toml shows,
+// compiled in, without a model (a unit test keeps the two equal). Config{} is the bare base of
+// the library (naive / none / fcfs / contiguous, no plugin keys), which in-process tests build on.
+Config builtin_config();
 
 // Checks a Config built or changed in code (after CLI overrides) with the same rules as the
 // parser, and that a model is set. Throws loom::Error with one line per problem.

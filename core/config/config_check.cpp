@@ -36,7 +36,7 @@ void check_plugin(Problems& problems, const std::string& kind, const PluginTable
 void check_config(const Config& config) {
   Problems problems(config.source_path.empty() ? "<config>" : config.source_path);
   if (config.model.path.empty()) {
-    problems.add(SourcePos{}, "model.path", "required: set [model] path or pass --model");
+    problems.add(SourcePos{}, "model.path", "required: give MODEL (or -m/--model) or set [model] path");
   }
   check_range(problems, "model.max_model_len", config.model.max_model_len, 0,
               std::numeric_limits<int32_t>::max());
@@ -45,6 +45,9 @@ void check_config(const Config& config) {
               config_rules::kMinHttpThreads, config_rules::kMaxHttpThreads);
   check_range(problems, "server.max_body_bytes", config.server.max_body_bytes,
               config_rules::kMinBodyBytes, std::numeric_limits<int64_t>::max());
+  if (auto problem = config_rules::check_metrics_prefix(config.server.metrics_prefix)) {
+    problems.add(SourcePos{}, "server.metrics_prefix", *problem);
+  }
   if (auto problem = config_rules::check_device(config.runtime.device)) {
     problems.add(SourcePos{}, "runtime.device", *problem);
   }
@@ -64,6 +67,9 @@ void check_config(const Config& config) {
   check_plugin(problems, "cache", config.cache);
   if (auto problem = config_rules::check_kv_dtype(config.kv_dtype)) {
     problems.add(SourcePos{}, "cache.kv_dtype", *problem);
+  }
+  if (auto problem = config_rules::check_memory_utilization(config.memory_utilization)) {
+    problems.add(SourcePos{}, "cache.memory_utilization", *problem);
   }
   if (config.cache_offload) check_plugin(problems, "cache_offload", *config.cache_offload);
   if (config.semantic_cache) check_plugin(problems, "semantic_cache", *config.semantic_cache);

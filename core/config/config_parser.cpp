@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
 
@@ -37,11 +38,16 @@ std::string resolve_path(const std::string& path, const fs::path& base_dir) {
 }
 
 void read_model(TableReader& t, const fs::path& base_dir, ModelConfig& model) {
-  if (auto path = t.string("path", false)) model.path = resolve_path(*path, base_dir);
+  if (auto path = t.string("path", false)) {
+    // A new path renames the served model when base's name was only derived from its path.
+    if (model.name == model_name_from_path(model.path)) model.name.clear();
+    model.path = resolve_path(*path, base_dir);
+  }
   if (auto name = t.string("name", false)) model.name = *name;
   if (auto len = t.integer("max_model_len", 0, kInt32Max)) {
     model.max_model_len = static_cast<int32_t>(*len);
   }
+  if (auto file = t.string("chat_template", false)) model.chat_template = resolve_path(*file, base_dir);
   if (model.name.empty() && !model.path.empty()) model.name = model_name_from_path(model.path);
 }
 
@@ -58,6 +64,13 @@ void read_server(TableReader& t, ServerConfig& server) {
     server.max_body_bytes = *bytes;
   }
   if (auto key = t.string("api_key")) server.api_key = *key;
+  if (auto prefix = t.string("metrics_prefix")) {
+    if (auto problem = config_rules::check_metrics_prefix(*prefix)) {
+      t.problems().add(t.value_pos("metrics_prefix"), t.key_path("metrics_prefix"), *problem);
+    } else {
+      server.metrics_prefix = *prefix;
+    }
+  }
 }
 
 void read_runtime(TableReader& t, RuntimeConfig& runtime) {
@@ -88,7 +101,7 @@ void read_logging(TableReader& t, std::string& log_level) {
 // belongs to the plugin, which validates it (the host only converts it to JSON).
 PluginTable read_plugin_table(const toml::table& table, const std::string& kind,
                               const fs::path& base_dir, Problems& problems,
-                              std::string_view core_key = {}) {
+                              std::initializer_list<std::string_view> core_keys = {}) {
   PluginTable out;
   TableReader t(table, kind, problems);
   if (const toml::node* n = t.node("plugin"); n == nullptr) {
@@ -105,7 +118,9 @@ PluginTable read_plugin_table(const toml::table& table, const std::string& kind,
 
   nlohmann::json rest = nlohmann::json::object();
   for (auto&& [key, value] : table) {
-    if (key == "plugin" || key == "path" || (!core_key.empty() && key == core_key)) continue;
+    bool core = key == "plugin" || key == "path";
+    for (std::string_view k : core_keys) core = core || key == k;
+    if (core) continue;
     rest[std::string(key.str())] =
         config_detail::toml_to_json(value, config_detail::join_key(kind, key.str()), problems);
   }
@@ -126,6 +141,21 @@ void read_kv_dtype(const toml::table& cache, Problems& problems, std::string& kv
     }
   } else {
     problems.add(pos_of(n->source()), "cache.kv_dtype", "expected a string, got " + type_name(n->type()));
+  }
+}
+
+// [cache] memory_utilization belongs to the core too (loom-server's KV memory budget).
+void read_memory_utilization(const toml::table& cache, Problems& problems, double& fraction) {
+  const toml::node* n = cache.get("memory_utilization");
+  if (n == nullptr) return;
+  const std::optional<double> value = n->is_number() ? n->value<double>() : std::nullopt;
+  if (!value) {
+    problems.add(pos_of(n->source()), "cache.memory_utilization",
+                 "expected a number, got " + type_name(n->type()));
+  } else if (auto problem = config_rules::check_memory_utilization(*value)) {
+    problems.add(pos_of(n->source()), "cache.memory_utilization", *problem);
+  } else {
+    fraction = *value;
   }
 }
 
@@ -150,6 +180,10 @@ std::string model_name_from_path(std::string_view path) {
 }
 
 Config parse_config(std::string_view toml_text, const std::string& source_path) {
+  return parse_config(toml_text, source_path, Config{});
+}
+
+Config parse_config(std::string_view toml_text, const std::string& source_path, const Config& base) {
   const std::string file = source_path.empty() ? "<config>" : source_path;
   const fs::path base_dir =
       source_path.empty() ? fs::current_path() : fs::absolute(fs::path(source_path)).parent_path();
@@ -163,7 +197,7 @@ Config parse_config(std::string_view toml_text, const std::string& source_path) 
     problems.throw_if_any();
   }
 
-  Config config;
+  Config config = base;
   config.source_path = source_path;
   Problems problems(file);
 
@@ -229,24 +263,32 @@ Config parse_config(std::string_view toml_text, const std::string& source_path) 
     const toml::table* t = table_of(kind);
     if (t == nullptr) continue;
     if (slot == &config.cache) {
-      *slot = read_plugin_table(*t, kind, base_dir, problems, "kv_dtype");
+      *slot = merge_plugin_tables(
+          *slot, read_plugin_table(*t, kind, base_dir, problems, {"kv_dtype", "memory_utilization"}));
       read_kv_dtype(*t, problems, config.kv_dtype);
+      read_memory_utilization(*t, problems, config.memory_utilization);
     } else {
-      *slot = read_plugin_table(*t, kind, base_dir, problems);
+      *slot = merge_plugin_tables(*slot, read_plugin_table(*t, kind, base_dir, problems));
     }
   }
-  if (const toml::table* t = table_of("cache_offload")) {
-    config.cache_offload = read_plugin_table(*t, "cache_offload", base_dir, problems);
-  }
-  if (const toml::table* t = table_of("semantic_cache")) {
-    config.semantic_cache = read_plugin_table(*t, "semantic_cache", base_dir, problems);
+  const std::array<std::pair<const char*, std::optional<PluginTable>*>, 2> optional = {{
+      {"cache_offload", &config.cache_offload},
+      {"semantic_cache", &config.semantic_cache},
+  }};
+  for (const auto& [kind, slot] : optional) {
+    const toml::table* t = table_of(kind);
+    if (t == nullptr) continue;
+    PluginTable table = read_plugin_table(*t, kind, base_dir, problems);
+    *slot = *slot ? merge_plugin_tables(**slot, table) : table;
   }
 
   problems.throw_if_any();
   return config;
 }
 
-Config load_config(const std::string& path) {
+Config load_config(const std::string& path) { return load_config(path, Config{}); }
+
+Config load_config(const std::string& path, const Config& base) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw Error("cannot read config file " + path + ": " + std::strerror(errno),
@@ -255,7 +297,7 @@ Config load_config(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   if (in.bad()) throw Error("cannot read config file " + path, LOOM_ERR_NOT_FOUND);
-  return parse_config(text.str(), path);
+  return parse_config(text.str(), path, base);
 }
 
 }  // namespace loom

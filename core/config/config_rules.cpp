@@ -24,15 +24,30 @@ std::string range_problem(int64_t value, int64_t lo, int64_t hi) {
 }
 
 std::optional<std::string> check_device(std::string_view device) {
-  if (device == "cpu" || device == "cuda") return std::nullopt;
+  if (device == "cpu") return std::nullopt;
+  bool cuda = device == "cuda";
   constexpr std::string_view kCudaPrefix = "cuda:";
   if (device.starts_with(kCudaPrefix)) {
     const std::string_view index = device.substr(kCudaPrefix.size());
-    bool digits = !index.empty() && index.size() <= 4;
-    for (char c : index) digits = digits && c >= '0' && c <= '9';
-    if (digits) return std::nullopt;
+    cuda = !index.empty() && index.size() <= 4;
+    for (char c : index) cuda = cuda && c >= '0' && c <= '9';
   }
-  return "must be \"cpu\", \"cuda\" or \"cuda:N\", got " + quoted(device);
+  if (cuda) {
+    return quoted(device) +
+           " cannot run: this build has no CUDA kernels and no plugin that runs on CUDA; only "
+           "\"cpu\" runs today";
+  }
+  return "must be \"cpu\" (the only device that runs today), got " + quoted(device);
+}
+
+std::optional<std::string> check_metrics_prefix(std::string_view prefix) {
+  if (prefix == "loom" || prefix == "vllm") return std::nullopt;
+  return "must be \"loom\" or \"vllm\", got " + quoted(prefix);
+}
+
+std::optional<std::string> check_memory_utilization(double fraction) {
+  if (fraction > 0.0 && fraction <= 1.0) return std::nullopt;
+  return "must be a fraction in (0, 1], got " + std::to_string(fraction);
 }
 
 std::optional<std::string> check_kv_dtype(std::string_view kv_dtype) {

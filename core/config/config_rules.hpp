@@ -19,7 +19,12 @@ inline constexpr std::string_view kLogLevels = "trace, debug, info, warn, error,
 std::string range_problem(int64_t value, int64_t lo, int64_t hi);
 
 // Each returns the problem with the value, or nothing when it is valid.
+// Only "cpu" runs today: "cuda"/"cuda:N" are refused saying what is missing (DESIGN.md §5: a
+// device with no plugin that runs on it is refused, never silently replaced by the CPU).
 std::optional<std::string> check_device(std::string_view device);
+std::optional<std::string> check_metrics_prefix(std::string_view prefix);
+// A fraction in (0, 1].
+std::optional<std::string> check_memory_utilization(double fraction);
 std::optional<std::string> check_log_level(std::string_view level);
 std::optional<std::string> check_plugin_name(std::string_view name);
 std::optional<std::string> check_kv_dtype(std::string_view kv_dtype);

@@ -40,6 +40,7 @@ std::string to_toml(const Config& c) {
   if (!c.model.path.empty()) line(out, "path", toml_string(c.model.path));
   if (!c.model.name.empty()) line(out, "name", toml_string(c.model.name));
   line(out, "max_model_len", std::to_string(c.model.max_model_len));
+  if (!c.model.chat_template.empty()) line(out, "chat_template", toml_string(c.model.chat_template));
 
   out += "\n[server]\n";
   line(out, "host", toml_string(c.server.host));
@@ -47,6 +48,7 @@ std::string to_toml(const Config& c) {
   line(out, "http_threads", std::to_string(c.server.http_threads));
   line(out, "max_body_bytes", std::to_string(c.server.max_body_bytes));
   line(out, "api_key", toml_string(c.server.api_key));
+  line(out, "metrics_prefix", toml_string(c.server.metrics_prefix));
 
   out += "\n[runtime]\n";
   line(out, "device", toml_string(c.runtime.device));
@@ -68,6 +70,7 @@ std::string to_toml(const Config& c) {
   plugin_section(out, "scheduler", c.scheduler);
   plugin_section(out, "cache", c.cache);
   line(out, "kv_dtype", toml_string(c.kv_dtype));
+  line(out, "memory_utilization", toml_inline_value(nlohmann::json(c.memory_utilization)));
   if (c.cache_offload) plugin_section(out, "cache_offload", *c.cache_offload);
   if (c.semantic_cache) plugin_section(out, "semantic_cache", *c.semantic_cache);
   return out;

@@ -22,6 +22,10 @@ struct ApiContext {
   // 400 (code model_not_found) when `model` is set and is not the served model.
   void check_model(const std::optional<std::string>& model) const;
   int32_t vocab_size() const;
+  // The template chat requests are rendered with: --chat-template's, else the model's (or null).
+  const ChatTemplate* chat_template() const {
+    return options.chat_template ? options.chat_template.get() : engine.chat_template();
+  }
 };
 
 // 400 naming `param` when ids is empty or an id is outside [0, vocab_size).

@@ -1,5 +1,9 @@
 #include "core/server/chat_prompt.hpp"
 
+#include <fstream>
+#include <sstream>
+
+#include "core/common/error.hpp"
 #include "core/template/chat_template.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/server/api_error.hpp"
@@ -47,6 +51,19 @@ std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const Chat
   const std::string& bos = chat_template->bos_token();
   const bool wrote_bos = !bos.empty() && text.compare(0, bos.size(), bos) == 0;
   return tokenizer.encode(text, /*add_special=*/!wrote_bos, /*parse_special=*/true);
+}
+
+std::shared_ptr<const ChatTemplate> load_chat_template_file(const std::string& path,
+                                                            const ChatTemplate* model_template,
+                                                            const Tokenizer& tokenizer) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error("cannot read chat template file " + path, LOOM_ERR_NOT_FOUND);
+  std::ostringstream text;
+  text << in.rdbuf();
+  const auto piece = [&](int32_t id) { return id >= 0 ? tokenizer.token_to_piece(id, true) : std::string(); };
+  std::string bos = model_template ? model_template->bos_token() : piece(tokenizer.bos_id());
+  std::string eos = model_template ? model_template->eos_token() : piece(tokenizer.eos_id());
+  return std::make_shared<const ChatTemplate>(text.str(), std::move(bos), std::move(eos), path);
 }
 
 }  // namespace loom

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,5 +38,12 @@ std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_vie
 // starts with the template's bos_token; fallback text gets the tokenizer's usual BOS.
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate* chat_template,
                                           const std::string& text);
+
+// --chat-template FILE: the Jinja file parsed, with the BOS/EOS texts of the model's own template
+// when it has one, else of its tokenizer. Throws loom::Error naming the file when it cannot be
+// read or does not parse.
+std::shared_ptr<const ChatTemplate> load_chat_template_file(const std::string& path,
+                                                            const ChatTemplate* model_template,
+                                                            const Tokenizer& tokenizer);
 
 }  // namespace loom

@@ -53,7 +53,7 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     api.check_api_key(request);
     ChatRequest parsed = parse_chat_request(request.body());
     api.check_model(parsed.params.model);
-    const ChatTemplate* chat_template = api.engine.chat_template();
+    const ChatTemplate* chat_template = api.chat_template();
     const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages);
     submit(api, exchange, ApiKind::kChat, parsed.params,
            tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text), "messages");

@@ -11,7 +11,8 @@ HttpServer::HttpServer(EngineInterface& engine, ServerOptions options)
              "server.max_body_bytes must be > 0, got " + std::to_string(options.max_body_bytes));
   auto router = std::make_shared<HttpRouter>(
       [](unsigned status, const std::string& message) { return api_error_reply(status, message); });
-  add_openai_routes(*router, engine, OpenAiRouteOptions{options.api_key, draining_});
+  add_openai_routes(*router, engine,
+                    OpenAiRouteOptions{options.api_key, draining_, options.metrics_prefix, options.chat_template});
   HttpListenerOptions listen{options.host, options.port, options.threads,
                              static_cast<uint64_t>(options.max_body_bytes)};
   listener_ = std::make_unique<HttpListener>(std::move(listen), std::move(router));

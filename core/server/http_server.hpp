@@ -14,12 +14,16 @@
 
 namespace loom {
 
+class ChatTemplate;
+
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 8080;                      // 0 = an ephemeral port (tests); port() tells which
   int32_t threads = 2;                       // HTTP I/O threads
   int64_t max_body_bytes = 8 * 1024 * 1024;  // larger request bodies get a 413
   std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <api_key>"
+  std::string metrics_prefix = "loom";  // [server] metrics_prefix: "loom" or "vllm"
+  std::shared_ptr<const ChatTemplate> chat_template;  // null = the model's own
 };
 
 class HttpServer {

@@ -1,5 +1,6 @@
 // loom-server: load the config, build the engine (model + plugins), serve the OpenAI API until
-// SIGINT/SIGTERM. Any start-up refusal is one clear line on stderr and exit status 1.
+// SIGINT/SIGTERM. Any start-up refusal is one clear line on stderr and exit status 1; a bad
+// command line is one line and exit status 2.
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -7,12 +8,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
 
+#include "core/common/command_line.hpp"
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/config/cli.hpp"
 #include "core/config/config.hpp"
 #include "core/engine/engine.hpp"
+#include "core/server/chat_prompt.hpp"
 #include "core/server/http_server.hpp"
+#include "core/server/kv_memory_budget.hpp"
 
 int main(int argc, char** argv) {
   using namespace loom;
@@ -20,8 +24,8 @@ int main(int argc, char** argv) {
   try {
     cli = parse_cli(argc, argv);
   } catch (const std::exception& e) {
-    std::cerr << "loom-server: " << e.what() << "\n" << cli_usage();
-    return 2;
+    std::cerr << "loom-server: " << e.what() << "\nRun with --help for more information.\n";
+    return cli::kUsageExitStatus;
   }
   if (cli.help) {
     std::cout << cli_usage();
@@ -34,6 +38,8 @@ int main(int argc, char** argv) {
   try {
     Config config = load_effective_config(cli);
     set_log_level(config.log_level);
+    // Before --print-config, so that it shows the size the server would run with.
+    if (auto why = apply_kv_memory_budget(config)) LOOM_LOG_INFO("{}", *why);
     if (cli.print_config) {
       std::cout << to_toml(config);
       return 0;
@@ -45,6 +51,12 @@ int main(int argc, char** argv) {
     options.threads = config.server.http_threads;
     options.max_body_bytes = config.server.max_body_bytes;
     options.api_key = config.server.api_key;
+    options.metrics_prefix = config.server.metrics_prefix;
+    if (!config.model.chat_template.empty()) {
+      options.chat_template =
+          load_chat_template_file(config.model.chat_template, engine.chat_template(), engine.tokenizer());
+      LOOM_LOG_INFO("chat template: {} (instead of the model's)", config.model.chat_template);
+    }
     HttpServer server(engine, options);
     server.start();
     LOOM_LOG_INFO("serving '{}' on http://{}:{}", engine.model_info().name, config.server.host,

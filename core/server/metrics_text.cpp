@@ -36,38 +36,41 @@ std::string number(double v) {
 
 class MetricsWriter {
  public:
-  explicit MetricsWriter(const std::string& model_name)
-      : model_label_("model_name=\"" + escape_label(model_name) + "\"") {}
+  MetricsWriter(const std::string& model_name, const std::string& prefix)
+      : model_label_("model_name=\"" + escape_label(model_name) + "\""), prefix_(prefix + ":") {}
 
-  void add(const char* name, const char* type, const char* help, double value) {
+  void add(const char* base_name, const char* type, const char* help, double value) {
+    const std::string name = prefix_ + base_name;
     header(name, type, help);
     sample(name, "", value);
   }
   // One counter with a series per value of `label`.
-  void add_labeled(const char* name, const char* type, const char* help, const char* label,
+  void add_labeled(const char* base_name, const char* type, const char* help, const char* label,
                    std::initializer_list<std::pair<const char*, double>> series) {
+    const std::string name = prefix_ + base_name;
     header(name, type, help);
     for (const auto& [label_value, value] : series)
       sample(name, std::string(label) + "=\"" + escape_label(label_value) + "\"", value);
   }
   // _bucket series (cumulative, le inclusive, ending with +Inf), then _count and _sum.
-  void add_histogram(const char* name, const char* help, const HistogramSnapshot& h) {
+  void add_histogram(const char* base_name, const char* help, const HistogramSnapshot& h) {
+    const std::string name = prefix_ + base_name;
     header(name, "histogram", help);
-    const std::string bucket = std::string(name) + "_bucket";
+    const std::string bucket = name + "_bucket";
     for (size_t i = 0; i < h.upper_bounds.size(); ++i) {
       const uint64_t c = i < h.cumulative.size() ? h.cumulative[i] : 0;
       sample(bucket, "le=\"" + number(h.upper_bounds[i]) + "\"", static_cast<double>(c));
     }
     sample(bucket, "le=\"+Inf\"", static_cast<double>(h.count));
-    sample(std::string(name) + "_count", "", static_cast<double>(h.count));
-    sample(std::string(name) + "_sum", "", h.sum);
+    sample(name + "_count", "", static_cast<double>(h.count));
+    sample(name + "_sum", "", h.sum);
   }
   std::string take() { return std::move(out_); }
 
  private:
-  void header(const char* name, const char* type, const char* help) {
-    out_ += std::string("# HELP ") + name + " " + help + "\n";
-    out_ += std::string("# TYPE ") + name + " " + type + "\n";
+  void header(const std::string& name, const char* type, const char* help) {
+    out_ += "# HELP " + name + " " + help + "\n";
+    out_ += "# TYPE " + name + " " + type + "\n";
   }
   void sample(const std::string& name, const std::string& extra_label, double value) {
     out_ += name + "{" + model_label_;
@@ -76,6 +79,7 @@ class MetricsWriter {
   }
 
   std::string model_label_;
+  std::string prefix_;  // "loom:" or "vllm:"
   std::string out_;
 };
 
@@ -83,64 +87,65 @@ double num(int64_t v) { return static_cast<double>(v); }
 
 }  // namespace
 
-std::string render_metrics(const EngineStats& s, const std::string& model_name) {
-  MetricsWriter w(model_name);
+std::string render_metrics(const EngineStats& s, const std::string& model_name,
+                           const std::string& prefix) {
+  MetricsWriter w(model_name, prefix);
   const double usage =
       s.kv_total_blocks > 0 ? static_cast<double>(s.kv_used_blocks) / s.kv_total_blocks : 0.0;
-  w.add("loom:num_requests_running", "gauge", "Number of requests in the running batch.",
+  w.add("num_requests_running", "gauge", "Number of requests in the running batch.",
         s.num_running);
-  w.add("loom:num_requests_waiting", "gauge", "Number of requests waiting to be scheduled.",
+  w.add("num_requests_waiting", "gauge", "Number of requests waiting to be scheduled.",
         s.num_waiting);
-  w.add("loom:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", usage);
-  w.add("loom:kv_cache_used_blocks", "gauge", "KV-cache blocks in use.", s.kv_used_blocks);
-  w.add("loom:kv_cache_total_blocks", "gauge", "KV-cache blocks in the pool.", s.kv_total_blocks);
-  w.add("loom:kv_cache_cached_blocks", "gauge",
+  w.add("kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.", usage);
+  w.add("kv_cache_used_blocks", "gauge", "KV-cache blocks in use.", s.kv_used_blocks);
+  w.add("kv_cache_total_blocks", "gauge", "KV-cache blocks in the pool.", s.kv_total_blocks);
+  w.add("kv_cache_cached_blocks", "gauge",
         "KV-cache blocks unreferenced but kept for prefix reuse.", s.kv_cached_blocks);
-  w.add("loom:kv_cache_num_seqs", "gauge", "Sequences holding KV-cache blocks.", s.kv_num_seqs);
-  w.add("loom:num_preemptions_total", "counter", "Cumulative number of preemptions.",
+  w.add("kv_cache_num_seqs", "gauge", "Sequences holding KV-cache blocks.", s.kv_num_seqs);
+  w.add("num_preemptions_total", "counter", "Cumulative number of preemptions.",
         num(s.num_preemptions));
-  w.add("loom:prefix_cache_queries_total", "counter",
+  w.add("prefix_cache_queries_total", "counter",
         "Prefix cache queries, in terms of number of queried tokens.", num(s.prefix_cache_queries));
-  w.add("loom:prefix_cache_hits_total", "counter",
+  w.add("prefix_cache_hits_total", "counter",
         "Prefix cache hits, in terms of number of cached tokens.", num(s.prefix_cache_hits));
-  w.add_labeled("loom:prefix_cache_misses_total", "counter",
+  w.add_labeled("prefix_cache_misses_total", "counter",
                 "Prefix cache misses, in terms of number of queried tokens not found, by reason.",
                 "reason",
                 {{"no_match", num(s.prefix_cache_miss_no_match)},
                  {"partial_block", num(s.prefix_cache_miss_partial_block)},
                  {"evicted", num(s.prefix_cache_miss_evicted)},
                  {"salt_mismatch", num(s.prefix_cache_miss_salt_mismatch)}});
-  w.add("loom:kv_swapped_out_blocks_total", "counter",
+  w.add("kv_swapped_out_blocks_total", "counter",
         "KV-cache blocks saved to the offload tier when their request was preempted.",
         num(s.kv_swapped_out_blocks));
-  w.add("loom:kv_swapped_in_blocks_total", "counter",
+  w.add("kv_swapped_in_blocks_total", "counter",
         "KV-cache blocks restored from the offload tier instead of recomputed.", num(s.kv_swapped_in_blocks));
-  w.add("loom:prompt_tokens_total", "counter", "Number of prefill tokens processed.",
+  w.add("prompt_tokens_total", "counter", "Number of prefill tokens processed.",
         num(s.prompt_tokens_total));
-  w.add("loom:generation_tokens_total", "counter", "Number of generation tokens processed.",
+  w.add("generation_tokens_total", "counter", "Number of generation tokens processed.",
         num(s.generation_tokens_total));
-  w.add_labeled("loom:request_success_total", "counter",
+  w.add_labeled("request_success_total", "counter",
                 "Count of successfully processed requests.", "finished_reason",
                 {{"stop", num(s.requests_finished_stop)}, {"length", num(s.requests_finished_length)}});
-  w.add_histogram("loom:time_to_first_token_seconds",
+  w.add_histogram("time_to_first_token_seconds",
                   "Histogram of time to first token in seconds.", s.time_to_first_token);
-  w.add_histogram("loom:inter_token_latency_seconds",
+  w.add_histogram("inter_token_latency_seconds",
                   "Histogram of inter-token latency in seconds.", s.inter_token_latency);
-  w.add_histogram("loom:request_time_per_output_token_seconds",
+  w.add_histogram("request_time_per_output_token_seconds",
                   "Histogram of time_per_output_token_seconds per request.", s.time_per_output_token);
-  w.add_histogram("loom:e2e_request_latency_seconds",
+  w.add_histogram("e2e_request_latency_seconds",
                   "Histogram of e2e request latency in seconds.", s.e2e_request_latency);
-  w.add_histogram("loom:request_queue_time_seconds",
+  w.add_histogram("request_queue_time_seconds",
                   "Histogram of time spent in WAITING phase for request.", s.request_queue_time);
-  w.add_histogram("loom:request_prefill_time_seconds",
+  w.add_histogram("request_prefill_time_seconds",
                   "Histogram of time spent in PREFILL phase for request.", s.request_prefill_time);
-  w.add_histogram("loom:request_decode_time_seconds",
+  w.add_histogram("request_decode_time_seconds",
                   "Histogram of time spent in DECODE phase for request.", s.request_decode_time);
-  w.add_histogram("loom:request_prompt_tokens", "Number of prefill tokens processed.",
+  w.add_histogram("request_prompt_tokens", "Number of prefill tokens processed.",
                   s.request_prompt_tokens);
-  w.add_histogram("loom:request_generation_tokens", "Number of generation tokens processed.",
+  w.add_histogram("request_generation_tokens", "Number of generation tokens processed.",
                   s.request_generation_tokens);
-  w.add_histogram("loom:iteration_tokens_total", "Histogram of number of tokens per engine_step.",
+  w.add_histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.",
                   s.iteration_tokens);
   return w.take();
 }

@@ -39,7 +39,8 @@ void handle_health(const ApiContext& api, const ExchangePtr& ex) {
 void handle_metrics(const ApiContext& api, const ExchangePtr& ex) {
   ex->reply(HttpReply{200,
                       kMetricsContentType,
-                      render_metrics(api.engine.stats(), api.engine.model_info().name),
+                      render_metrics(api.engine.stats(), api.engine.model_info().name,
+                                     api.options.metrics_prefix),
                       {}});
 }
 

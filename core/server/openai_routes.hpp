@@ -13,10 +13,15 @@
 
 namespace loom {
 
+class ChatTemplate;
+
 struct OpenAiRouteOptions {
   std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <api_key>"
   // Set while the server drains on shutdown: /health answers 503 so balancers move away.
   std::shared_ptr<const std::atomic<bool>> draining;
+  std::string metrics_prefix = "loom";  // /metrics names: <prefix>:num_requests_running, ...
+  // --chat-template: used instead of the model's own template; null = the model's.
+  std::shared_ptr<const ChatTemplate> chat_template;
 };
 
 // An OpenAI error body for `status` (the router's and transport's errors use it too).

@@ -13,7 +13,7 @@ void handle_apply_template(const ApiContext& api, const HttpRequest& request,
     api.check_api_key(request);
     const ChatRequest parsed = parse_chat_request(request.body());
     api.check_model(parsed.params.model);
-    const std::string prompt = apply_chat_prompt(api.engine.chat_template(), request.body(), parsed.messages);
+    const std::string prompt = apply_chat_prompt(api.chat_template(), request.body(), parsed.messages);
     exchange->reply(HttpReply{200, "application/json", dump_json(Json{{"prompt", prompt}}), {}});
   });
 }

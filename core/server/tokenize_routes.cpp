@@ -30,7 +30,7 @@ std::vector<int32_t> tokenize_body(const ApiContext& api, const HttpRequest& req
   if (body.contains("messages")) {
     // A chat body: rendered exactly as /v1/chat/completions would, then tokenized the same way.
     const ChatRequest parsed = parse_chat_request(request.body());
-    const ChatTemplate* tmpl = api.engine.chat_template();
+    const ChatTemplate* tmpl = api.chat_template();
     return tokenize_chat_prompt(tok, tmpl, apply_chat_prompt(tmpl, request.body(), parsed.messages));
   }
   const std::string text = tokenize_text(body);

@@ -13,64 +13,14 @@
 #include <string>
 #include <thread>
 
+#include "e2e/server_process.hpp"
+
 namespace {
 
 using Json = nlohmann::json;
 namespace fs = std::filesystem;
 
-// loom-server on a free port; its stderr is read for the port and then drained.
-class ServerProcess {
- public:
-  explicit ServerProcess(const fs::path& config) {
-    int fds[2];
-    if (pipe(fds) != 0) return;
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(fds[1], STDERR_FILENO);
-      dup2(fds[1], STDOUT_FILENO);
-      close(fds[0]);
-      close(fds[1]);
-      execl(LOOM_SERVER_BIN, LOOM_SERVER_BIN, "--config", config.c_str(), nullptr);
-      _exit(127);
-    }
-    close(fds[1]);
-    log_ = fdopen(fds[0], "r");
-    char line[4096];
-    while (std::fgets(line, sizeof line, log_) != nullptr) {
-      output_ += line;
-      const std::string text(line);
-      const size_t at = text.find("on http://");
-      if (at != std::string::npos) {
-        port_ = std::stoi(text.substr(text.rfind(':') + 1));
-        break;
-      }
-    }
-    // Keep reading so that the server never blocks on a full pipe.
-    drain_ = std::thread([this] {
-      char buf[4096];
-      while (std::fgets(buf, sizeof buf, log_) != nullptr) {
-      }
-    });
-  }
-  ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
-    if (drain_.joinable()) drain_.join();
-    if (log_ != nullptr) std::fclose(log_);
-  }
-  int port() const { return port_; }
-  const std::string& output() const { return output_; }
-
- private:
-  pid_t pid_ = -1;
-  FILE* log_ = nullptr;
-  int port_ = 0;
-  std::string output_;
-  std::thread drain_;
-};
+using loom::test::ServerProcess;
 
 TEST(BenchSmoke, ServeReportsEveryMetricAgainstLoomServer) {
   const fs::path dir = fs::temp_directory_path() / ("loom-bench-smoke-" + std::to_string(getpid()));
@@ -79,7 +29,7 @@ TEST(BenchSmoke, ServeReportsEveryMetricAgainstLoomServer) {
   std::ofstream(dir / "server.toml") << "[model]\npath = \"" << gguf << "\"\nname = \"stories\"\n"
                                      << "[server]\nhost = \"127.0.0.1\"\nport = 0\n"
                                      << "[runtime]\nthreads = 1\n[logging]\nlevel = \"info\"\n";
-  ServerProcess server(dir / "server.toml");
+  ServerProcess server(LOOM_SERVER_BIN, {"--config", (dir / "server.toml").string()});
   ASSERT_GT(server.port(), 0) << server.output();
 
   const fs::path json_path = dir / "report.json";

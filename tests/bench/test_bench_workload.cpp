@@ -134,6 +134,18 @@ TEST(ServeArgs, ParsesAndRefuses) {
   EXPECT_THROW(parse_serve_args({"--endpoint", "/v1/embeddings"}), Error);
   EXPECT_THROW(parse_serve_args({"--frobnicate"}), Error);
   EXPECT_THROW(parse_serve_args({"--model"}), Error);
+  // The shared command-line style: --opt=value too, and the last of a repeat wins.
+  const ServeArgs b = parse_serve_args({"--num-prompts=3", "--random-input-len=7", "--port", "81", "--port=82",
+                                        "--no-progress", "--goodput=e2el:9"});
+  EXPECT_EQ(b.num_prompts, 3u);
+  EXPECT_EQ(b.random.input_len, 7);
+  EXPECT_EQ(b.multi_turn.input_len, 7);
+  EXPECT_EQ(b.port, 82);
+  EXPECT_TRUE(b.quiet);
+  EXPECT_FALSE(b.progress);
+  EXPECT_EQ(b.goodput.e2el_ms, 9.0);
+  EXPECT_TRUE(parse_serve_args({"--help"}).help);
+  EXPECT_NE(serve_usage().find("--max-concurrency"), std::string::npos);
 }
 
 }  // namespace

@@ -157,6 +157,14 @@ TEST(ConvertPrequantized, CommandLine) {
                convert::UsageError);
   EXPECT_THROW(convert::parse_args({"--input", "i.gguf", "--quantize", "int2", "-o", "o.gguf"}), convert::UsageError);
   EXPECT_NE(std::string(convert::usage_text()).find("--no-zero-point"), std::string::npos);
+  // The shared command-line style: --opt=value as well, and the last of a repeat wins.
+  const auto e = convert::parse_args(
+      {"--input=in.gguf", "--quantize=int4", "--group-size=32", "--group-size=128", "--output=o.gguf"});
+  EXPECT_EQ(e.input, "in.gguf");
+  EXPECT_EQ(e.group_size, 128);
+  EXPECT_EQ(e.output, "o.gguf");
+  EXPECT_EQ(e.mode, convert::Mode::kInput);
+  EXPECT_EQ(convert::parse_args({"--help"}).mode, convert::Mode::kHelp);
 }
 
 TEST(ConvertPrequantized, Int8GivesTheFloatLogits) {

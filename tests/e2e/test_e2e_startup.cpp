@@ -11,12 +11,12 @@
 #include <fstream>
 #include <string>
 
+#include "e2e/server_process.hpp"
+
 namespace {
 
-struct RunResult {
-  int status = -1;
-  std::string output;  // stdout and stderr
-};
+using loom::test::run_command;
+using loom::test::RunResult;
 
 RunResult run_server(const std::string& config_text, const std::string& extra_args = "") {
   // One file per process: ctest runs this binary's tests as parallel processes, and a shared name
@@ -24,15 +24,8 @@ RunResult run_server(const std::string& config_text, const std::string& extra_ar
   const auto config =
       std::filesystem::temp_directory_path() / ("loom-e2e-startup-" + std::to_string(getpid()) + ".toml");
   std::ofstream(config) << config_text;
-  const std::string command = std::string("timeout 60 ") + LOOM_SERVER_BIN + " --config " + config.string() +
-                              " " + extra_args + " 2>&1";
-  RunResult result;
-  FILE* pipe = popen(command.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) result.output.append(buf.data(), n);
-  const int raw = pclose(pipe);
-  result.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  RunResult result = run_command(std::string("timeout 60 ") + LOOM_SERVER_BIN + " --config " + config.string() +
+                                 " " + extra_args + " 2>&1");
   std::filesystem::remove(config);
   return result;
 }

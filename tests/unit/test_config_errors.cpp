@@ -40,13 +40,13 @@ TEST(ConfigErrors, SyntaxErrorWithoutASourcePathNamesTheText) {
 TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
   EXPECT_EQ(error_of("[server]\nhost = \"::1\"\nprot = 80\n"),
             "/etc/loom/bad.toml:3:1: server.prot: unknown key (did you mean \"port\"?); valid "
-            "keys: host, port, http_threads, max_body_bytes, api_key");
+            "keys: host, port, http_threads, max_body_bytes, api_key, metrics_prefix");
   EXPECT_EQ(error_of("[runtime]\nwhatever = { a = 1 }\n"),
             "/etc/loom/bad.toml:2:1: runtime.whatever: unknown key; valid keys: device, threads, "
             "seed");
   EXPECT_EQ(error_of("[model]\n\"odd key\" = 1\n"),
             "/etc/loom/bad.toml:2:1: model.\"odd key\": unknown key; valid keys: path, name, "
-            "max_model_len");
+            "max_model_len, chat_template");
   EXPECT_EQ(error_of("[plugins]\ndir = []\n"),
             "/etc/loom/bad.toml:2:1: plugins.dir: unknown key (did you mean \"dirs\"?); valid "
             "keys: dirs");
@@ -55,7 +55,7 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
   // A sub-table of a core table is an unknown key too.
   EXPECT_EQ(error_of("[server.tls]\ncert = \"c.pem\"\n"),
             "/etc/loom/bad.toml:1:9: server.tls: unknown key; valid keys: host, port, "
-            "http_threads, max_body_bytes, api_key");
+            "http_threads, max_body_bytes, api_key, metrics_prefix");
 }
 
 TEST(ConfigErrors, UnknownTopLevelTableOrKeyListsTheValidTables) {
@@ -123,14 +123,14 @@ TEST(ConfigErrors, OutOfRangeValues) {
 
 TEST(ConfigErrors, InvalidStrings) {
   EXPECT_EQ(error_of("[runtime]\ndevice = \"gpu\"\n"),
-            "/etc/loom/bad.toml:2:10: runtime.device: must be \"cpu\", \"cuda\" or \"cuda:N\", "
-            "got \"gpu\"");
+            "/etc/loom/bad.toml:2:10: runtime.device: must be \"cpu\" (the only device that "
+            "runs today), got \"gpu\"");
   EXPECT_EQ(error_of("[runtime]\ndevice = \"cuda:x\"\n"),
-            "/etc/loom/bad.toml:2:10: runtime.device: must be \"cpu\", \"cuda\" or \"cuda:N\", "
-            "got \"cuda:x\"");
+            "/etc/loom/bad.toml:2:10: runtime.device: must be \"cpu\" (the only device that "
+            "runs today), got \"cuda:x\"");
   EXPECT_EQ(error_of("[runtime]\ndevice = \"cuda:\"\n"),
-            "/etc/loom/bad.toml:2:10: runtime.device: must be \"cpu\", \"cuda\" or \"cuda:N\", "
-            "got \"cuda:\"");
+            "/etc/loom/bad.toml:2:10: runtime.device: must be \"cpu\" (the only device that "
+            "runs today), got \"cuda:\"");
   EXPECT_EQ(error_of("[logging]\nlevel = \"verbose\"\n"),
             "/etc/loom/bad.toml:2:9: logging.level: must be one of trace, debug, info, warn, "
             "error, off; got \"verbose\"");
@@ -187,10 +187,10 @@ TEST(ConfigErrors, EveryProblemIsReportedAtOnceInSourceOrder) {
   EXPECT_EQ(
       error_of(text),
       "/etc/loom/bad.toml:2:1: server.prot: unknown key (did you mean \"port\"?); valid keys: "
-      "host, port, http_threads, max_body_bytes, api_key\n"
+      "host, port, http_threads, max_body_bytes, api_key, metrics_prefix\n"
       "/etc/loom/bad.toml:3:8: server.port: must be in 0..65535, got 70000\n"
-      "/etc/loom/bad.toml:5:10: runtime.device: must be \"cpu\", \"cuda\" or \"cuda:N\", got "
-      "\"gpu\"\n"
+      "/etc/loom/bad.toml:5:10: runtime.device: must be \"cpu\" (the only device that runs today), "
+      "got \"gpu\"\n"
       "/etc/loom/bad.toml:6:11: runtime.threads: must be >= 0, got -1\n"
       "/etc/loom/bad.toml:8:9: logging.level: must be one of trace, debug, info, warn, "
       "error, off; got \"verbose\"\n"

@@ -50,6 +50,7 @@ constexpr const char* kFull = R"(
 path = "models/llama.gguf"
 name = "my-llama"
 max_model_len = 4096
+chat_template = "templates/chatml.jinja"
 
 [server]
 host = "0.0.0.0"
@@ -57,9 +58,10 @@ port = 0
 http_threads = 8
 max_body_bytes = "1MiB"
 api_key = "sk-test"
+metrics_prefix = "vllm"
 
 [runtime]
-device = "cuda:1"
+device = "cpu"
 threads = 12
 seed = 1234
 
@@ -84,6 +86,7 @@ max_num_seqs = 64
 plugin = "paged"
 kv_memory = "2GiB"
 block_size = 32
+memory_utilization = 0.5
 
 [cache_offload]
 plugin = "host"
@@ -98,12 +101,14 @@ TEST(ConfigParse, ReadsEveryKey) {
   EXPECT_EQ(c.model.path, "/etc/loom/models/llama.gguf");
   EXPECT_EQ(c.model.name, "my-llama");
   EXPECT_EQ(c.model.max_model_len, 4096);
+  EXPECT_EQ(c.model.chat_template, "/etc/loom/templates/chatml.jinja");
   EXPECT_EQ(c.server.host, "0.0.0.0");
   EXPECT_EQ(c.server.port, 0);
   EXPECT_EQ(c.server.http_threads, 8);
   EXPECT_EQ(c.server.max_body_bytes, 1048576);
   EXPECT_EQ(c.server.api_key, "sk-test");
-  EXPECT_EQ(c.runtime.device, "cuda:1");
+  EXPECT_EQ(c.server.metrics_prefix, "vllm");
+  EXPECT_EQ(c.runtime.device, "cpu");
   EXPECT_EQ(c.runtime.threads, 12);
   EXPECT_EQ(c.runtime.seed, 1234u);
   EXPECT_EQ(c.plugin_dirs, (std::vector<std::string>{"/etc/loom/plugins", "/opt/loom/plugins",
@@ -114,6 +119,7 @@ TEST(ConfigParse, ReadsEveryKey) {
             (PluginTable{"int8", "/etc/loom/lib/libloom-quantization-int8.so", "{}"}));
   EXPECT_EQ(c.scheduler, (PluginTable{"continuous", "", R"({"max_num_seqs":64})"}));
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":32,"kv_memory":"2GiB"})"}));
+  EXPECT_EQ(c.memory_utilization, 0.5);
   EXPECT_EQ(c.cache_offload, (PluginTable{"host", "", "{}"}));
   EXPECT_EQ(c.semantic_cache, (PluginTable{"exact", "", R"({"ttl_s":60})"}));
 }
@@ -122,10 +128,54 @@ TEST(ConfigParse, MaxBodyBytesTakesAnInteger) {
   EXPECT_EQ(parse_config("[server]\nmax_body_bytes = 1024\n", kFile).server.max_body_bytes, 1024);
 }
 
-TEST(ConfigParse, DeviceForms) {
-  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cuda\"\n", kFile).runtime.device, "cuda");
-  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cuda:0\"\n", kFile).runtime.device, "cuda:0");
-  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cuda:12\"\n", kFile).runtime.device, "cuda:12");
+std::string error_of(const std::string& text) {
+  try {
+    parse_config(text, kFile);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// No CUDA code exists, so a CUDA device is refused in one line saying what is missing, never run
+// on the CPU instead (DESIGN.md §5).
+TEST(ConfigParse, CudaDevicesAreRefusedSayingWhatIsMissing) {
+  EXPECT_EQ(parse_config("[runtime]\ndevice = \"cpu\"\n", kFile).runtime.device, "cpu");
+  for (const std::string device : {"cuda", "cuda:0", "cuda:12"}) {
+    EXPECT_EQ(error_of("[runtime]\ndevice = \"" + device + "\"\n"),
+              "/etc/loom/test.toml:2:10: runtime.device: \"" + device +
+                  "\" cannot run: this build has no CUDA kernels and no plugin that runs on CUDA; only "
+                  "\"cpu\" runs today");
+  }
+  Config c{.source_path = kFile};
+  c.model.path = "/m.gguf";
+  c.runtime.device = "cuda";
+  try {
+    check_config(c);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "/etc/loom/test.toml: runtime.device: \"cuda\" cannot run: this build has no CUDA "
+              "kernels and no plugin that runs on CUDA; only \"cpu\" runs today");
+  }
+}
+
+TEST(ConfigParse, MetricsPrefixIsLoomOrVllm) {
+  EXPECT_EQ(parse_config("", kFile).server.metrics_prefix, "loom");
+  EXPECT_EQ(parse_config("[server]\nmetrics_prefix = \"vllm\"\n", kFile).server.metrics_prefix, "vllm");
+  EXPECT_EQ(error_of("[server]\nmetrics_prefix = \"sglang\"\n"),
+            "/etc/loom/test.toml:2:18: server.metrics_prefix: must be \"loom\" or \"vllm\", got \"sglang\"");
+}
+
+TEST(ConfigParse, MemoryUtilizationIsACoreKeyOfTheCacheTable) {
+  const Config c = parse_config("[cache]\nplugin = \"paged\"\nmemory_utilization = 0.25\n", kFile);
+  EXPECT_EQ(c.memory_utilization, 0.25);
+  EXPECT_EQ(c.cache.config_json, "{}");
+  EXPECT_EQ(parse_config("", kFile).memory_utilization, 0.9);
+  EXPECT_EQ(error_of("[cache]\nplugin = \"paged\"\nmemory_utilization = 1.5\n"),
+            "/etc/loom/test.toml:3:22: cache.memory_utilization: must be a fraction in (0, 1], got 1.500000");
+  EXPECT_EQ(error_of("[cache]\nplugin = \"paged\"\nmemory_utilization = \"half\"\n"),
+            "/etc/loom/test.toml:3:22: cache.memory_utilization: expected a number, got a string");
 }
 
 TEST(ConfigParse, PathsAreResolvedAgainstTheConfigFile) {
@@ -225,6 +275,7 @@ port = 8080
 http_threads = 2
 max_body_bytes = 8388608
 api_key = ""
+metrics_prefix = "loom"
 
 [runtime]
 device = "cpu"
@@ -249,6 +300,7 @@ plugin = "fcfs"
 [cache]
 plugin = "contiguous"
 kv_dtype = "f32"
+memory_utilization = 0.9
 )");
   EXPECT_EQ(parse_config(to_toml(c), kFile), c);
 }
@@ -289,7 +341,8 @@ TEST(ConfigParse, LoadsTheDefaultConfigFile) {
   EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
   EXPECT_EQ(c.scheduler,
             (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64})"}));
-  EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16,"kv_memory":"64MiB"})"}));
+  EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16})"}));
+  EXPECT_EQ(c.memory_utilization, 0.9);
   EXPECT_FALSE(c.cache_offload.has_value());
   EXPECT_FALSE(c.semantic_cache.has_value());
   EXPECT_NO_THROW(check_config(c));
@@ -328,13 +381,13 @@ TEST(ConfigCheck, AcceptsAValidConfigAndReportsEveryProblem) {
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()),
-              "/etc/loom/test.toml: model.path: required: set [model] path or pass --model\n"
+              "/etc/loom/test.toml: model.path: required: give MODEL (or -m/--model) or set [model] path\n"
               "/etc/loom/test.toml: model.max_model_len: must be >= 0, got -1\n"
               "/etc/loom/test.toml: server.host: must not be empty\n"
               "/etc/loom/test.toml: server.http_threads: must be in 1..256, got 0\n"
               "/etc/loom/test.toml: server.max_body_bytes: must be >= 1024, got 10\n"
-              "/etc/loom/test.toml: runtime.device: must be \"cpu\", \"cuda\" or \"cuda:N\", got "
-              "\"tpu\"\n"
+              "/etc/loom/test.toml: runtime.device: must be \"cpu\" (the only device that runs today), "
+              "got \"tpu\"\n"
               "/etc/loom/test.toml: runtime.threads: must be >= 0, got -2\n"
               "/etc/loom/test.toml: runtime.seed: must be <= 9223372036854775807, got "
               "9223372036854775808\n"

@@ -144,6 +144,24 @@ TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
   EXPECT_EQ(render_metrics(fixed_stats(), "m"), expected);
 }
 
+// [server] metrics_prefix = "vllm": the same exposition, every name with vllm: for loom:, so
+// vLLM's dashboards and routers read it unchanged.
+TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {
+  std::string expected = render_metrics(fixed_stats(), "m");
+  size_t renamed = 0;
+  for (size_t at = expected.find("loom:"); at != std::string::npos; at = expected.find("loom:", at)) {
+    expected.replace(at, 5, "vllm:");
+    ++renamed;
+  }
+  // 26 metrics x (HELP + TYPE), then samples: 14 plain, 4 + 2 labeled, 6 of the TTFT histogram,
+  // 3 of each of the 9 empty histograms.
+  EXPECT_EQ(renamed, 26u * 2 + 14u + 6u + 6u + 9u * 3);
+  const std::string text = render_metrics(fixed_stats(), "m", "vllm");
+  EXPECT_EQ(text, expected);
+  EXPECT_EQ(text.find("loom:"), std::string::npos);
+  EXPECT_EQ(render_metrics(fixed_stats(), "m", "loom"), render_metrics(fixed_stats(), "m"));
+}
+
 TEST(ServerMetricsText, ModelNameIsEscapedInEveryLabel) {
   const std::string text = render_metrics(fixed_stats(), "a\"b\\c\nd");
   EXPECT_NE(text.find("loom:num_requests_running{model_name=\"a\\\"b\\\\c\\nd\"} 1\n"),
@@ -170,6 +188,20 @@ TEST(ServerMetricsText, RouteServesTheEngineStats) {
   EXPECT_EQ(r.status, 200u);
   EXPECT_EQ(r.header(http::field::content_type), kMetricsContentType);
   EXPECT_EQ(r.body, render_metrics(engine.stats(), "fake-model"));
+  server.stop(std::chrono::milliseconds(200));
+}
+
+TEST(ServerMetricsText, RouteUsesTheConfiguredPrefix) {
+  test::FakeEngine engine;
+  ServerOptions options;
+  options.port = 0;
+  options.metrics_prefix = "vllm";
+  HttpServer server(engine, options);
+  server.start();
+  const auto r = test::HttpTestClient(server.port()).get("/metrics");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body, render_metrics(engine.stats(), "fake-model", "vllm"));
+  EXPECT_NE(r.body.find("vllm:num_requests_running{"), std::string::npos);
   server.stop(std::chrono::milliseconds(200));
 }
 

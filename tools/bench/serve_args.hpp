@@ -1,5 +1,6 @@
-// Command line of `loom-bench serve`, named as `vllm bench serve` names its options. Every
-// mistake is a loom::Error naming the option and the value.
+// Command line of `loom-bench serve`, named as `vllm bench serve` names its options (CLI11, the
+// shared style of core/common/command_line.hpp). Every mistake is a loom::Error naming the option
+// and the value.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +45,6 @@ struct ServeArgs {
 };
 
 ServeArgs parse_serve_args(const std::vector<std::string>& args);
-const char* serve_usage();
+std::string serve_usage();  // the --help text
 
 }  // namespace loom::bench

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "core/common/command_line.hpp"
 #include "core/common/error.hpp"
 #include "tools/bench/arrival_process.hpp"
 #include "tools/bench/serve_args.hpp"
@@ -104,8 +105,8 @@ int serve_main(int argc, char** argv) {
   try {
     args = parse_serve_args(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const Error& e) {
-    std::cerr << "loom-bench serve: " << e.what() << "\n";
-    return 2;
+    std::cerr << "loom-bench serve: " << e.what() << "\nRun with --help for more information.\n";
+    return cli::kUsageExitStatus;
   }
   if (args.help) {
     std::cout << serve_usage();

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "core/common/command_line.hpp"
 #include "core/formats/gguf_file.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/tokenizer/tokenizer_json.hpp"
@@ -19,16 +20,6 @@
 namespace loom::bench {
 
 namespace {
-
-void usage(std::ostream& out) {
-  out << "usage: loom-bench tokenizer --tokenizer PATH [--text FILE] [--size-mb N] [--repeat R]\n"
-         "                            [--write-text FILE]\n"
-         "  --tokenizer PATH   a .gguf file, a tokenizer.json or an HF model directory\n"
-         "  --text FILE        text to encode (default: a generated English text)\n"
-         "  --size-mb N        size of the generated text in MB (default 1)\n"
-         "  --repeat R         timed passes after the first; the best is reported (default 5)\n"
-         "  --write-text FILE  also write the text that was encoded to FILE\n";
-}
 
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path) {
   namespace fs = std::filesystem;
@@ -94,32 +85,17 @@ int tokenizer_main(int argc, char** argv) {
   std::string write_path;
   double size_mb = 1.0;
   int repeat = 5;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const bool has_value = i + 1 < argc;
-    if (arg == "--help" || arg == "-h") {
-      usage(std::cout);
-      return 0;
-    } else if (arg == "--tokenizer" && has_value) {
-      tokenizer_path = argv[++i];
-    } else if (arg == "--text" && has_value) {
-      text_path = argv[++i];
-    } else if (arg == "--size-mb" && has_value) {
-      size_mb = std::stod(argv[++i]);
-    } else if (arg == "--repeat" && has_value) {
-      repeat = std::max(1, std::stoi(argv[++i]));
-    } else if (arg == "--write-text" && has_value) {
-      write_path = argv[++i];
-    } else {
-      std::cerr << "loom-bench tokenizer: unknown or incomplete argument '" << arg << "'\n";
-      usage(std::cerr);
-      return 2;
-    }
-  }
-  if (tokenizer_path.empty()) {
-    usage(std::cerr);
-    return 2;
-  }
+  CLI::App app{"Encode throughput (MB/s, one thread) of a GGUF or tokenizer.json tokenizer.",
+               "loom-bench tokenizer"};
+  cli::apply_style(app);
+  app.add_option("--tokenizer", tokenizer_path, "a .gguf file, a tokenizer.json or an HF model directory")
+      ->required();
+  app.add_option("--text", text_path, "text to encode (default: a generated English text)");
+  app.add_option("--size-mb", size_mb, "size of the generated text in MB (default 1)");
+  app.add_option("--repeat", repeat, "timed passes after the first; the best is reported (default 5)")
+      ->check(cli::integer_in(1));
+  app.add_option("--write-text", write_path, "also write the text that was encoded to this file");
+  if (auto status = cli::parse(app, argc, argv)) return *status;
   try {
     using Clock = std::chrono::steady_clock;
     const auto t_load = Clock::now();

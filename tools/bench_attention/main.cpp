@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/common/command_line.hpp"
 #include "core/common/error.hpp"
 #include "core/common/thread_pool.hpp"
 #include "core/executor/batch_builder.hpp"
@@ -98,17 +99,13 @@ int main(int argc, char** argv) {
   int32_t threads = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
   int32_t iters = 5;
   std::vector<std::string> plugins;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if ((arg == "--threads" || arg == "--iters") && i + 1 < argc) {
-      (arg == "--threads" ? threads : iters) = std::max(1, std::atoi(argv[++i]));
-    } else if (arg.rfind("--", 0) == 0) {
-      std::fprintf(stderr, "usage: loom-bench-attention [--threads N] [--iters N] [plugin ...]\n");
-      return 2;
-    } else {
-      plugins.push_back(arg);
-    }
-  }
+  CLI::App app{"Times attention plugins on a decode batch and a prefill chunk (a harness, not a test).",
+               "loom-bench-attention"};
+  loom::cli::apply_style(app);
+  app.add_option("--threads", threads, "CPU threads (default: all)")->check(loom::cli::integer_in(1));
+  app.add_option("--iters", iters, "timed runs, the median is reported (default 5)")->check(loom::cli::integer_in(1));
+  app.add_option("PLUGIN", plugins, "attention plugins to time (default: naive flash_cpu)");
+  if (auto status = loom::cli::parse(app, argc, argv)) return *status;
   if (plugins.empty()) plugins = {"naive", "flash_cpu"};
   try {
     loom::ThreadPool pool(threads);

@@ -1,36 +1,16 @@
 #include "tools/convert/convert_args.hpp"
 
-#include <charconv>
-#include <cstdlib>
+#include <functional>
 
+#include "core/common/command_line.hpp"
 #include "tools/convert/weight_quantizer.hpp"
 
 namespace loom::convert {
 namespace {
 
-loom_dtype parse_dtype(const std::string& s) {
-  if (s == "f32") return LOOM_DTYPE_F32;
-  if (s == "f16") return LOOM_DTYPE_F16;
-  if (s == "bf16") return LOOM_DTYPE_BF16;
-  throw UsageError("--dtype '" + s + "' is not one of f32, f16, bf16");
-}
+constexpr const char* kModes = R"(loom-convert: write Llama GGUF model files.
 
-template <typename T>
-T parse_number(const std::string& flag, const std::string& s) {
-  T v{};
-  const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc() || ptr != s.data() + s.size()) {
-    throw UsageError(flag + " '" + s + "' is not a non-negative integer");
-  }
-  return v;
-}
-
-}  // namespace
-
-const char* usage_text() {
-  return R"(loom-convert: write Llama GGUF model files.
-
-Usage:
+Modes:
   loom-convert --llama2c MODEL.bin --tokenizer TOK.bin -o OUT.gguf [options]
       Convert a llama2.c legacy (v0) checkpoint and its tokenizer.bin to GGUF, laid out as
       llama.cpp's llama-convert-llama2c-to-ggml does (arch "llama", same tensor names and
@@ -56,119 +36,100 @@ Usage:
 
   loom-convert --input IN.gguf --quantize int4 [--group-size 32|64|128] [--no-zero-point] -o OUT.gguf
       Pre-quantize for Loom's int4 plugin (likewise int8, fp8 without the int4 options).
-
-Options:
-  -o, --output PATH    output file (written as PATH.tmp, then renamed)
-  --name NAME          general.name (default "llama" for --llama2c, the preset name or
-                       "random-llama" for --random)
-  --dtype T            f32 | f16 | bf16 for the weight matrices (norms always stay f32)
-  --ctx N              llama.context_length (default: llama2.c seq_len / the preset's)
-  --preset NAME        tiny | llama-125m | llama-1b | llama-8b
-                         tiny        dim 64, hidden 172, 2 layers, 8 heads, 4 kv heads, ctx 512
-                         llama-125m  dim 768, hidden 2048, 12 layers, 12 heads, 12 kv, ctx 2048
-                         llama-1b    dim 2048, hidden 8192, 16 layers, 32 heads, 8 kv, ctx 2048
-                         llama-8b    dim 4096, hidden 14336, 32 layers, 32 heads, 8 kv, ctx 8192
-  --dims SPEC          dim=..,hidden=..,layers=..,heads=..[,kv_heads=..][,ctx=..]
-                       [,rope_base=..][,eps=..]   (kv_heads defaults to heads, ctx to 2048)
-  --seed N             random seed (default 0)
-  --tied               random model: no output.weight (the head reuses token_embd)
-  --quantize FORMAT    q8_0 | q4_0 | q4_k | q6_k: write the weight matrices in this GGUF block
-                       format (norms stay f32). With q4_0/q4_k the output head is q6_K, as in
-                       llama.cpp; a matrix whose rows are not whole blocks falls back (q4_k ->
-                       q4_0, q6_k -> q8_0, else left unquantized) with a note on stderr.
-                       int8 | int4 | fp8: write the per-layer matrices pre-quantized, bit for
-                       bit as Loom's quantization plugin of that name quantizes them at load
-                       (serve the file with that plugin): int8 I8 [out, in] + N.scale (one f32
-                       per output channel); fp8 E4M3 bytes as I8 [out, in] + N.scale; int4
-                       packed nibbles I32 [out, in/8] + N.scale [out, groups] + N.zero
-                       [out, groups]. token_embd, the output head and norms keep their dtype;
-                       metadata loom.quantization.format (and .group_size, .zero_point) says
-                       which; general.file_type stays the source's.
-                       --llama2c/--random write --dtype first, to OUT.gguf.unquantized.tmp.
-  --group-size N       int4: 32 | 64 | 128 input channels per scale (default 128; the last
-                       group of a row is short when N does not divide it), as the int4
-                       plugin's "group_size"
-  --no-zero-point      int4: symmetric groups without zero points (no N.zero), as the int4
-                       plugin's "zero_point": false
-  --smoothquant TXT    int8: SmoothQuant. Runs the float model over the text file TXT (its
-                       tokenizer, chunks of up to 256 tokens) recording max |x_j| of every
-                       matrix input channel j, then stores W diag(s) quantized and N.smooth =
-                       s, s_j = max|x_j|^A / max|W[:, j]|^(1 - A); the int8 plugin divides
-                       activations by s (as its w8a8 calibration does).
-  --alpha A            SmoothQuant migration strength in [0, 1] (default 0.5)
-  --input IN.gguf      the model to quantize (needs --quantize)
-  -h, --help           this text
-
-Exit status: 0 done, 1 the conversion failed, 2 bad arguments.
 )";
+
+CLI::Validator rule(std::function<std::string(const std::string&)> check) {
+  return CLI::Validator([check = std::move(check)](std::string& value) { return check(value); }, "");
+}
+
+// Every option of loom-convert, bound to `a` (--random, which only marks a mode, to `m`).
+struct Marks {
+  bool random = false;
+};
+
+void add_options(CLI::App& app, Args& a, Marks& m, std::string& dtype) {
+  cli::apply_style(app);
+  app.add_option("--llama2c", a.llama2c_model, "convert this llama2.c legacy (v0) checkpoint");
+  app.add_flag("--random", m.random, "write a random-weight Llama (--preset or --dims, --vocab-from)");
+  app.add_option("--hf", a.hf_dir, "convert this Hugging Face model directory");
+  app.add_option("--input", a.input, "the model to quantize (needs --quantize)");
+  app.add_option("--tokenizer", a.tokenizer, "--llama2c: its tokenizer.bin");
+  app.add_option("-o,--output", a.output, "output file (written as PATH.tmp, then renamed)");
+  app.add_option("--name", a.name,
+                 "general.name (default \"llama\" for --llama2c, the preset name or \"random-llama\" for --random)");
+  app.add_option("--dtype", dtype, "f32 | f16 | bf16 for the weight matrices (norms always stay f32)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  app.add_option("--ctx", a.ctx, "llama.context_length (default: llama2.c seq_len / the preset's)")
+      ->check(cli::integer_in(1));
+  app.add_option("--preset", a.preset,
+                 "tiny | llama-125m | llama-1b | llama-8b\n"
+                 "  tiny        dim 64, hidden 172, 2 layers, 8 heads, 4 kv heads, ctx 512\n"
+                 "  llama-125m  dim 768, hidden 2048, 12 layers, 12 heads, 12 kv, ctx 2048\n"
+                 "  llama-1b    dim 2048, hidden 8192, 16 layers, 32 heads, 8 kv, ctx 2048\n"
+                 "  llama-8b    dim 4096, hidden 14336, 32 layers, 32 heads, 8 kv, ctx 8192");
+  app.add_option("--dims", a.dims,
+                 "dim=..,hidden=..,layers=..,heads=..[,kv_heads=..][,ctx=..][,rope_base=..][,eps=..]\n"
+                 "(kv_heads defaults to heads, ctx to 2048)");
+  app.add_option("--vocab-from", a.vocab_from,
+                 "--random: copy the tokenizer from this .gguf or llama2.c tokenizer .bin");
+  app.add_option("--seed", a.seed, "random seed (default 0)");
+  app.add_flag("--tied", a.tied, "random model: no output.weight (the head reuses token_embd)");
+  app.add_option("--quantize", a.quantize,
+                 "q8_0 | q4_0 | q4_k | q6_k: write the weight matrices in this GGUF block format (norms stay\n"
+                 "f32; with q4_0/q4_k the output head is q6_K, as in llama.cpp; a matrix whose rows are not\n"
+                 "whole blocks falls back: q4_k -> q4_0, q6_k -> q8_0, else unquantized, with a note).\n"
+                 "int8 | int4 | fp8: the per-layer matrices pre-quantized bit for bit as Loom's plugin of\n"
+                 "that name quantizes them at load (int8: I8 [out, in] + N.scale; fp8: E4M3 bytes as I8 +\n"
+                 "N.scale; int4: nibbles I32 [out, in/8] + N.scale/N.zero [out, groups]); token_embd, the\n"
+                 "head and norms keep their dtype; loom.quantization.format says which.\n"
+                 "--llama2c/--random write --dtype first, to OUT.gguf.unquantized.tmp.")
+      ->check(rule([](const std::string& v) {
+        return find_weight_quantizer(v) != nullptr || is_loom_quant_format(v)
+                   ? std::string()
+                   : "'" + v + "' is not one of " + weight_quantizer_names();
+      }));
+  app.add_option("--group-size", a.group_size,
+                 "int4: 32 | 64 | 128 input channels per scale (default 128), the plugin's \"group_size\"")
+      ->check(CLI::IsMember({32, 64, 128}));
+  app.add_flag("!--no-zero-point", a.zero_point,
+               "int4: symmetric groups without zero points (no N.zero), as \"zero_point\": false");
+  app.add_option("--smoothquant", a.smoothquant,
+                 "int8: SmoothQuant calibrated on this text file: max |x_j| of every matrix input channel,\n"
+                 "then W diag(s) quantized and N.smooth = s, s_j = max|x_j|^A / max|W[:, j]|^(1 - A)");
+  app.add_option("--alpha", a.alpha, "SmoothQuant migration strength in [0, 1] (default 0.5)")
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.footer("Exit status: 0 done, 1 the conversion failed, 2 bad arguments.");
+}
+
+}  // namespace
+
+std::string usage_text() {
+  Args a;
+  Marks m;
+  std::string dtype;
+  CLI::App app{kModes, "loom-convert"};
+  add_options(app, a, m, dtype);
+  return app.help();
 }
 
 Args parse_args(const std::vector<std::string>& argv) {
   Args a;
-  bool llama2c = false, random = false, help = false, int4_options = false, alpha_given = false;
-  auto value = [&](size_t& i) -> const std::string& {
-    if (i + 1 >= argv.size()) throw UsageError(argv[i] + " needs a value");
-    return argv[++i];
-  };
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& f = argv[i];
-    if (f == "-h" || f == "--help") {
-      help = true;
-    } else if (f == "--llama2c") {
-      llama2c = true;
-      a.llama2c_model = value(i);
-    } else if (f == "--random") {
-      random = true;
-    } else if (f == "--tokenizer") {
-      a.tokenizer = value(i);
-    } else if (f == "-o" || f == "--output") {
-      a.output = value(i);
-    } else if (f == "--name") {
-      a.name = value(i);
-    } else if (f == "--dtype") {
-      a.dtype = parse_dtype(value(i));
-    } else if (f == "--ctx") {
-      a.ctx = parse_number<int64_t>(f, value(i));
-      if (a.ctx <= 0) throw UsageError("--ctx must be positive");
-    } else if (f == "--preset") {
-      a.preset = value(i);
-    } else if (f == "--dims") {
-      a.dims = value(i);
-    } else if (f == "--vocab-from") {
-      a.vocab_from = value(i);
-    } else if (f == "--seed") {
-      a.seed = parse_number<uint64_t>(f, value(i));
-    } else if (f == "--tied") {
-      a.tied = true;
-    } else if (f == "--quantize") {
-      a.quantize = value(i);
-      if (find_weight_quantizer(a.quantize) == nullptr && !is_loom_quant_format(a.quantize))
-        throw UsageError("--quantize '" + a.quantize + "' is not one of " + weight_quantizer_names());
-    } else if (f == "--group-size") {
-      a.group_size = parse_number<int64_t>(f, value(i));
-      if (a.group_size != 32 && a.group_size != 64 && a.group_size != 128)
-        throw UsageError("--group-size must be 32, 64 or 128, got " + std::to_string(a.group_size));
-      int4_options = true;
-    } else if (f == "--no-zero-point") {
-      a.zero_point = false;
-      int4_options = true;
-    } else if (f == "--smoothquant") {
-      a.smoothquant = value(i);
-    } else if (f == "--alpha") {
-      const std::string& v = value(i);
-      char* end = nullptr;
-      a.alpha = std::strtof(v.c_str(), &end);
-      if (v.empty() || end != v.c_str() + v.size() || !(a.alpha >= 0.0f && a.alpha <= 1.0f))
-        throw UsageError("--alpha '" + v + "' is not a number in [0, 1]");
-      alpha_given = true;
-    } else if (f == "--hf") {
-      a.hf_dir = value(i);
-    } else if (f == "--input") {
-      a.input = value(i);
-    } else {
-      throw UsageError("unknown argument '" + f + "'");
-    }
+  Marks m;
+  std::string dtype;
+  CLI::App app{kModes, "loom-convert"};
+  add_options(app, a, m, dtype);
+  bool help = false;
+  try {
+    help = cli::parse_or_throw(app, argv);
+  } catch (const Error& e) {
+    throw UsageError(e.what());
   }
+  const bool llama2c = app.count("--llama2c") > 0, random = m.random;
+  const bool int4_options = app.count("--group-size") > 0 || app.count("--no-zero-point") > 0;
+  const bool alpha_given = app.count("--alpha") > 0;
+  if (dtype == "f32") a.dtype = LOOM_DTYPE_F32;
+  if (dtype == "f16") a.dtype = LOOM_DTYPE_F16;
+  if (dtype == "bf16") a.dtype = LOOM_DTYPE_BF16;
   if (help) return a;
   if (int4_options && a.quantize != "int4") throw UsageError("--group-size and --no-zero-point need --quantize int4");
   if (!a.smoothquant.empty() && a.quantize != "int8") throw UsageError("--smoothquant needs --quantize int8");

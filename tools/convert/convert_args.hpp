@@ -1,4 +1,5 @@
-// Command line of loom-convert: parsed into one value, every mistake a UsageError (exit 2).
+// Command line of loom-convert (CLI11, the shared style of core/common/command_line.hpp): parsed
+// into one value, every mistake a UsageError (exit 2).
 #pragma once
 
 #include <cstdint>
@@ -46,6 +47,6 @@ struct Args {
 };
 
 Args parse_args(const std::vector<std::string>& argv);
-const char* usage_text();
+std::string usage_text();  // the --help text
 
 }  // namespace loom::convert

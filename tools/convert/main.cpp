@@ -145,12 +145,12 @@ int main(int argc, char** argv) {
   try {
     args = loom::convert::parse_args(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const loom::convert::UsageError& e) {
-    std::fprintf(stderr, "loom-convert: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "loom-convert: %s\nRun with --help for more information.\n", e.what());
     return 2;
   }
   try {
     switch (args.mode) {
-      case loom::convert::Mode::kHelp: std::fputs(loom::convert::usage_text(), stdout); return 0;
+      case loom::convert::Mode::kHelp: std::fputs(loom::convert::usage_text().c_str(), stdout); return 0;
       case loom::convert::Mode::kLlama2c: run_llama2c(args); return 0;
       case loom::convert::Mode::kRandom: run_random(args); return 0;
       case loom::convert::Mode::kInput: quantize_file(args.input, args, args.output); return 0;

@@ -1,5 +1,5 @@
 // loom-tokenize: prints the token ids and pieces of a text, like llama.cpp's llama-tokenize.
-//   loom-tokenize MODEL [--prompt TEXT | --file F] [--ids] [--no-bos] [--parse-special]
+//   loom-tokenize MODEL (--prompt TEXT | --file F) [--ids] [--no-bos] [--parse-special]
 // MODEL is a GGUF file (vocab-only files too), a tokenizer.json, or an HF model directory.
 #include <filesystem>
 #include <fstream>
@@ -8,23 +8,13 @@
 #include <sstream>
 #include <string>
 
+#include "core/common/command_line.hpp"
 #include "core/common/error.hpp"
 #include "core/formats/gguf_file.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/tokenizer/tokenizer_json.hpp"
 
 namespace {
-
-void usage(std::ostream& out) {
-  out << "usage: loom-tokenize MODEL [--prompt TEXT | --file F] [--ids] [--no-bos] "
-         "[--parse-special]\n"
-         "  MODEL            a .gguf file, a tokenizer.json, or a directory with tokenizer.json\n"
-         "  --prompt TEXT    text to tokenize\n"
-         "  --file F         read the text from file F\n"
-         "  --ids            print only the ids, as [1, 2, 3]\n"
-         "  --no-bos         do not add the BOS/EOS tokens the model asks for\n"
-         "  --parse-special  match special-token text (\"<|eot_id|>\") as the special token\n";
-}
 
 std::unique_ptr<loom::Tokenizer> open_tokenizer(const std::string& path) {
   namespace fs = std::filesystem;
@@ -39,46 +29,29 @@ std::unique_ptr<loom::Tokenizer> open_tokenizer(const std::string& path) {
 int main(int argc, char** argv) {
   std::string model;
   std::string text;
-  bool have_text = false;
+  std::string file;
   bool ids_only = false;
-  bool add_special = true;
+  bool no_bos = false;
   bool parse_special = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      usage(std::cout);
-      return 0;
-    } else if ((arg == "--prompt" || arg == "-p") && i + 1 < argc) {
-      text = argv[++i];
-      have_text = true;
-    } else if ((arg == "--file" || arg == "-f") && i + 1 < argc) {
-      std::ifstream in(argv[++i], std::ios::binary);
-      if (!in) {
-        std::cerr << "loom-tokenize: cannot open '" << argv[i] << "'\n";
-        return 1;
-      }
-      std::stringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
-      have_text = true;
-    } else if (arg == "--ids") {
-      ids_only = true;
-    } else if (arg == "--no-bos") {
-      add_special = false;
-    } else if (arg == "--parse-special") {
-      parse_special = true;
-    } else if (model.empty() && arg[0] != '-') {
-      model = arg;
-    } else {
-      std::cerr << "loom-tokenize: unknown or incomplete argument '" << arg << "'\n";
-      usage(std::cerr);
-      return 2;
-    }
+  CLI::App app{"Prints the token ids and pieces of a text, like llama.cpp's llama-tokenize.", "loom-tokenize"};
+  loom::cli::apply_style(app);
+  app.add_option("MODEL", model, "a .gguf file, a tokenizer.json, or a directory with tokenizer.json")->required();
+  auto* prompt = app.add_option("-p,--prompt", text, "text to tokenize");
+  app.add_option("-f,--file", file, "read the text from this file")->check(CLI::ExistingFile)->excludes(prompt);
+  app.add_flag("--ids", ids_only, "print only the ids, as [1, 2, 3]");
+  app.add_flag("--no-bos", no_bos, "do not add the BOS/EOS tokens the model asks for");
+  app.add_flag("--parse-special", parse_special, "match special-token text (\"<|eot_id|>\") as the special token");
+  app.callback([&] {
+    if (prompt->count() == 0 && file.empty()) throw CLI::RequiredError("--prompt or --file");
+  });
+  if (auto status = loom::cli::parse(app, argc, argv)) return *status;
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    text = ss.str();
   }
-  if (model.empty() || !have_text) {
-    usage(std::cerr);
-    return 2;
-  }
+  const bool add_special = !no_bos;
   try {
     const auto tok = open_tokenizer(model);
     const std::vector<int32_t> ids = tok->encode(text, add_special, parse_special);

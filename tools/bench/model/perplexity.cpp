@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/common/error.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "loom/sdk_kv_quant.hpp"
+#include "tools/bench/model/bench_options.hpp"
 #include "tools/bench/model/bench_session.hpp"
 
 namespace loom::bench {
@@ -131,56 +133,34 @@ LogitsError logits_error(PerplexityRun& run, PerplexityRun& reference, std::span
   return e;
 }
 
-const char* perplexity_usage() {
-  return "Usage: loom-bench perplexity --model MODEL.gguf --text FILE [options]\n"
-         "  --model FILE          GGUF model (its own tokenizer is used)\n"
-         "  --text FILE           UTF-8 text to score\n"
-         "  --quantization NAME   quantization plugin (default none)\n"
-         "  --quantization-config JSON  its config (default {}), e.g. '{\"group_size\": 32}'\n"
-         "  --attention NAME      attention plugin (default flash_cpu)\n"
-         "  --kv-dtype TYPE       KV pool dtype: f32, f16, bf16, int8, fp8_e4m3 (default f32)\n"
-         "  --ctx N               window length incl. BOS (default: the model's, at most 512)\n"
-         "  -t, --threads N       CPU threads (default 2)\n"
-         "  --plugin-dir DIR      search DIR for plugins first (repeatable)\n"
-         "  --json FILE           also write the result as JSON\n"
-         "  --compare-logits REF.gguf  also the RMS logit error vs REF (quantization none, f32 KV)\n"
-         "                        over the first --compare-tokens N text tokens (default 256),\n"
-         "                        which are then the only ones scored\n"
-         "Non-overlapping windows of ctx - 1 text tokens after BOS; every text token is scored once.\n";
+constexpr const char* kPerplexityDescription =
+    "Token-level perplexity of a model on a text: non-overlapping windows of ctx - 1 text tokens after BOS; "
+    "every text token is scored once.";
+
+void add_perplexity_options(CLI::App& app, PerplexityOptions& o) {
+  cli::apply_style(app);
+  add_engine_options(app, o);
+  app.add_option("--text", o.text, "UTF-8 text to score")->required();
+  app.add_option("--ctx", o.ctx, "window length incl. BOS (default: the model's, at most 512)")
+      ->check(cli::integer_in(2));
+  app.add_option("--compare-logits", o.compare_logits,
+                 "also the RMS logit error vs REF.gguf (quantization none, f32 KV) over the first\n"
+                 "--compare-tokens text tokens, which are then the only ones scored");
+  app.add_option("--compare-tokens", o.compare_tokens, "default 256")->check(cli::integer_in(1));
+}
+
+std::string perplexity_usage() {
+  PerplexityOptions o;
+  CLI::App app{kPerplexityDescription, "loom-bench perplexity"};
+  add_perplexity_options(app, o);
+  return app.help();
 }
 
 PerplexityOptions parse_perplexity_options(int argc, char** argv) {
   PerplexityOptions o;
-  auto parse_int = [](const std::string& opt, const std::string& text, int32_t min) {
-    int32_t v = 0;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-    if (ec != std::errc() || end != text.data() + text.size() || v < min)
-      throw Error(opt + ": \"" + text + "\" is not an integer >= " + std::to_string(min));
-    return v;
-  };
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "-h" || a == "--help") o.help = true;
-    else if (a == "-m" || a == "--model") o.model = value();
-    else if (a == "--text") o.text = value();
-    else if (a == "--quantization") o.quantization = value();
-    else if (a == "--quantization-config") o.quantization_config = value();
-    else if (a == "--attention") o.attention = value();
-    else if (a == "--kv-dtype") kv_dtype_of(o.kv_dtype = value());
-    else if (a == "--ctx") o.ctx = parse_int(a, value(), 2);
-    else if (a == "-t" || a == "--threads") o.threads = parse_int(a, value(), 1);
-    else if (a == "--plugin-dir") o.plugin_dirs.push_back(value());
-    else if (a == "--json") o.json = value();
-    else if (a == "--compare-logits") o.compare_logits = value();
-    else if (a == "--compare-tokens") o.compare_tokens = parse_int(a, value(), 1);
-    else throw Error("unknown option " + a + " (see --help)");
-  }
-  if (!o.help && (o.model.empty() || o.text.empty()))
-    throw Error("--model MODEL.gguf and --text FILE are required (see --help)");
+  CLI::App app{kPerplexityDescription, "loom-bench perplexity"};
+  add_perplexity_options(app, o);
+  o.help = cli::parse_or_throw(app, std::vector<std::string>(argv + 1, argv + argc));
   return o;
 }
 

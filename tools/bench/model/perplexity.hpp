@@ -89,7 +89,7 @@ LogitsError logits_error(PerplexityRun& run, PerplexityRun& reference, std::span
 
 // Parses argv[1..] (argv[0] is the subcommand). Throws loom::Error naming the option.
 PerplexityOptions parse_perplexity_options(int argc, char** argv);
-const char* perplexity_usage();
+std::string perplexity_usage();  // the --help text
 
 // argv[0] = "perplexity", then the options. Returns the exit status.
 int perplexity_main(int argc, char** argv);
