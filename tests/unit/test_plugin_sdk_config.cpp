@@ -81,17 +81,17 @@ TEST(SdkConfig, ReadsEveryType) {
 TEST(SdkConfig, ReportsEveryProblemAtOnce) {
   EXPECT_EQ(refusal(R"({"block_size": 0, "colour": 1, "enable_prefix_caching": "yes", "kv_memory": "12 parsecs",
                         "max_num_seqs": 1.5, "num_blocks": -1, "simd": "avx512", "threshold": 2, "label": 3})"),
-            "cache demo: block_size must be an integer in [1, 65536], got 0; "
+            "cache demo: \"block_size\" must be an integer in [1, 65536], got 0; "
             "unknown key \"colour\" (valid keys: block_size, num_blocks, max_num_seqs, threshold, "
             "enable_prefix_caching, label, kv_memory, simd); "
-            "enable_prefix_caching must be true or false, got \"yes\"; "
-            "kv_memory must be a positive byte count or a size like \"64MiB\", got \"12 parsecs\" "
+            "\"enable_prefix_caching\" must be true or false, got \"yes\"; "
+            "\"kv_memory\" must be a positive byte count or a size like \"64MiB\", got \"12 parsecs\" "
             "(unknown unit \"parsecs\" (valid: B, KB, MB, GB, TB, KiB, MiB, GiB, TiB)); "
-            "label must be a string, got 3; "
-            "max_num_seqs must be a positive integer, got 1.5; "
-            "num_blocks must be an integer >= 0, got -1; "
-            "simd must be \"auto\" or \"portable\", got \"avx512\"; "
-            "threshold must be a number in [0, 1], got 2; "
+            "\"label\" must be a string, got 3; "
+            "\"max_num_seqs\" must be a positive integer, got 1.5; "
+            "\"num_blocks\" must be an integer >= 0, got -1; "
+            "\"simd\" must be \"auto\" or \"portable\", got \"avx512\"; "
+            "\"threshold\" must be a number in [0, 1], got 2; "
             "set kv_memory or num_blocks, not both");
 }
 
@@ -99,9 +99,9 @@ TEST(SdkConfig, RefusesWhatIsNotAnObject) {
   EXPECT_EQ(refusal("[1]"), "cache demo: config must be a JSON object, got [1]");
   EXPECT_EQ(refusal("{").rfind("cache demo: config is not valid JSON: ", 0), 0u);
   EXPECT_EQ(refusal(R"({"max_num_seqs": 4294967296})"),
-            "cache demo: max_num_seqs must be a positive integer, got 4294967296");
+            "cache demo: \"max_num_seqs\" must be a positive integer, got 4294967296");
   EXPECT_EQ(refusal(R"({"kv_memory": 0})"),
-            "cache demo: kv_memory must be a positive byte count or a size like \"64MiB\", got 0");
+            "cache demo: \"kv_memory\" must be a positive byte count or a size like \"64MiB\", got 0");
 }
 
 TEST(SdkConfig, SchemaListsKeysTypesDefaultsAndHelp) {

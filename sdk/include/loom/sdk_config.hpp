@@ -145,6 +145,10 @@ inline std::string number_text(double v) {
 
 }  // namespace detail
 
+// The config of a plugin without options: ConfigSpec<NoConfig>("attention naive") accepts only an
+// empty table and says so for any key.
+struct NoConfig {};
+
 // The typed keys of one plugin's config table, as a value: build it once (a static in
 // config_spec()), then parse any number of configs with it.
 template <class Config>
@@ -175,7 +179,7 @@ class ConfigSpec {
     k.read = [field, min, max, must, name = k.name](const nlohmann::json& v, Config& c, std::vector<std::string>& p) {
       const bool fits = v.is_number_integer() && !(v.is_number_unsigned() && v.get<uint64_t>() > uint64_t{INT64_MAX}) &&
                         v.get<int64_t>() >= min && v.get<int64_t>() <= max;
-      if (!fits) return p.push_back(name + " must be " + must + ", got " + v.dump());
+      if (!fits) return p.push_back(quoted(name) + " must be " + must + ", got " + v.dump());
       c.*field = static_cast<Int>(v.get<int64_t>());
     };
     keys_.push_back(std::move(k));
@@ -196,7 +200,7 @@ class ConfigSpec {
     Key k{std::move(key), "number", std::move(help), nlohmann::json(Config{}.*field), std::move(limits), {}};
     k.read = [field, min, max, must, name = k.name](const nlohmann::json& v, Config& c, std::vector<std::string>& p) {
       if (!v.is_number() || !(v.get<double>() >= min && v.get<double>() <= max))
-        return p.push_back(name + " must be " + must + ", got " + v.dump());
+        return p.push_back(quoted(name) + " must be " + must + ", got " + v.dump());
       c.*field = static_cast<Float>(v.get<double>());
     };
     keys_.push_back(std::move(k));
@@ -206,7 +210,7 @@ class ConfigSpec {
   ConfigSpec& boolean(std::string key, bool Config::*field, std::string help) {
     Key k{std::move(key), "boolean", std::move(help), nlohmann::json(Config{}.*field), nlohmann::json::object(), {}};
     k.read = [field, name = k.name](const nlohmann::json& v, Config& c, std::vector<std::string>& p) {
-      if (!v.is_boolean()) return p.push_back(name + " must be true or false, got " + v.dump());
+      if (!v.is_boolean()) return p.push_back(quoted(name) + " must be true or false, got " + v.dump());
       c.*field = v.get<bool>();
     };
     keys_.push_back(std::move(k));
@@ -216,7 +220,7 @@ class ConfigSpec {
   ConfigSpec& string(std::string key, std::string Config::*field, std::string help) {
     Key k{std::move(key), "string", std::move(help), nlohmann::json(Config{}.*field), nlohmann::json::object(), {}};
     k.read = [field, name = k.name](const nlohmann::json& v, Config& c, std::vector<std::string>& p) {
-      if (!v.is_string()) return p.push_back(name + " must be a string, got " + v.dump());
+      if (!v.is_string()) return p.push_back(quoted(name) + " must be a string, got " + v.dump());
       c.*field = v.get<std::string>();
     };
     keys_.push_back(std::move(k));
@@ -235,7 +239,7 @@ class ConfigSpec {
       if (v.is_number_integer() && !v.is_number_unsigned()) n = v.get<int64_t>();
       else if (v.is_number_unsigned() && v.get<uint64_t>() <= uint64_t{INT64_MAX}) n = v.get<int64_t>();
       else if (v.is_string() && !parse_byte_size(v.get<std::string>(), n, why)) n = -1;
-      if (n < min) return p.push_back(name + " must be " + must + ", got " + v.dump() + (why.empty() ? "" : " (" + why + ")"));
+      if (n < min) return p.push_back(quoted(name) + " must be " + must + ", got " + v.dump() + (why.empty() ? "" : " (" + why + ")"));
       c.*field = n;
     };
     keys_.push_back(std::move(k));
@@ -246,15 +250,15 @@ class ConfigSpec {
   template <class Value>
   ConfigSpec& choice(std::string key, Value Config::*field, std::vector<std::pair<std::string, Value>> values,
                      std::string help) {
-    std::vector<std::string> quoted;
+    std::vector<std::string> shown;
     nlohmann::json names = nlohmann::json::array();
     nlohmann::json fallback;
     for (const auto& [name, value] : values) {
-      quoted.push_back(nlohmann::json(name).dump());
+      shown.push_back(nlohmann::json(name).dump());
       names.push_back(name);
       if (value == Config{}.*field) fallback = name;
     }
-    const std::string must = detail::or_list(quoted);
+    const std::string must = detail::or_list(shown);
     Key k{std::move(key), "enum", std::move(help), std::move(fallback), nlohmann::json{{"values", names}}, {}};
     k.read = [field, values, must, name = k.name](const nlohmann::json& v, Config& c, std::vector<std::string>& p) {
       for (const auto& [text, value] : values) {
@@ -263,7 +267,7 @@ class ConfigSpec {
           return;
         }
       }
-      p.push_back(name + " must be " + must + ", got " + v.dump());
+      p.push_back(quoted(name) + " must be " + must + ", got " + v.dump());
     };
     keys_.push_back(std::move(k));
     return *this;
@@ -313,6 +317,8 @@ class ConfigSpec {
     std::function<void(const nlohmann::json&, Config&, std::vector<std::string>&)> read;
   };
 
+  // "key", as a message names it (like the unknown-key message does).
+  static std::string quoted(const std::string& key) { return "\"" + key + "\""; }
   static nlohmann::json range(int64_t min, int64_t max) { return nlohmann::json{{"min", min}, {"max", max}}; }
 
   std::string message(const std::vector<std::string>& problems) const {
