@@ -116,6 +116,18 @@ TEST(SdkConfig, SchemaListsKeysTypesDefaultsAndHelp) {
   EXPECT_EQ(ConfigSpec<Config>("attention naive").schema_json(), "[]");
 }
 
+TEST(SdkConfig, IntegerChoiceListsTheValues) {
+  struct Groups {
+    int64_t group = 128;
+  };
+  const auto s = ConfigSpec<Groups>("quantization int4").integer_choice("group_size", &Groups::group, {32, 64, 128}, "g");
+  EXPECT_EQ(s.parse(R"({"group_size": 64})").group, 64);
+  EXPECT_EQ(s.problems(R"({"group_size": 48})"), "quantization int4: \"group_size\" must be 32, 64 or 128, got 48");
+  EXPECT_EQ(s.problems(R"({"group_size": "64"})"),
+            "quantization int4: \"group_size\" must be 32, 64 or 128, got \"64\"");
+  EXPECT_EQ(nlohmann::json::parse(s.schema_json())[0]["values"], (nlohmann::json{32, 64, 128}));
+}
+
 TEST(SdkConfig, NoKeysSaysSo) {
   const ConfigSpec<Config> none("attention naive");
   try {

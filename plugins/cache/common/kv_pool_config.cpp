@@ -1,8 +1,5 @@
-// Block-pool cache config parsing. Unknown keys are errors, and every problem is reported at once
-// so a user fixes the table in one go.
+// The block-pool caches' config keys and pool sizing.
 #include "kv_pool_config.hpp"
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -16,89 +13,22 @@
 
 namespace loom::kv_pool_config {
 
-int64_t parse_byte_size(const std::string& text) {
-  size_t pos = 0;
-  while (pos < text.size() && (std::isdigit(static_cast<unsigned char>(text[pos])) || text[pos] == '.')) ++pos;
-  const std::string number = text.substr(0, pos);
-  // Digits with at most one dot, and at least one digit.
-  if (number.empty() || number == "." || number.find('.') != number.rfind('.')) return -1;
-  double value = 0;
-  try {
-    value = std::stod(number);
-  } catch (const std::exception&) {
-    return -1;
-  }
-  while (pos < text.size() && text[pos] == ' ') ++pos;
-  std::string unit;
-  for (; pos < text.size(); ++pos) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[pos])));
-  static const std::pair<const char*, double> kUnits[] = {
-      {"", 1.0},          {"b", 1.0},
-      {"kb", 1e3},        {"mb", 1e6},
-      {"gb", 1e9},        {"tb", 1e12},
-      {"kib", 0x1p10},    {"mib", 0x1p20},
-      {"gib", 0x1p30},    {"tib", 0x1p40},
-  };
-  for (const auto& [name, scale] : kUnits) {
-    if (unit != name) continue;
-    const double bytes = std::floor(value * scale);
-    if (!(bytes >= 0) || bytes > 0x1p62) return -1;
-    return static_cast<int64_t>(bytes);
-  }
-  return -1;
+sdk::ConfigSpec<Config> pool_spec(const std::string& who) {
+  return sdk::ConfigSpec<Config>(who)
+      .bytes("kv_memory", &Config::kv_memory, "K/V memory to fill with blocks, e.g. \"64MiB\" (or set num_blocks)")
+      .integer("num_blocks", &Config::num_blocks, "pool size in blocks (default: as many as kv_memory holds)", 1, INT32_MAX)
+      .integer("block_size", &Config::block_size, "tokens per KV block", 1, 65536)
+      .rule([](const Config&, const sdk::ConfigSpec<Config>::Given& given, std::vector<std::string>& problems) {
+        if (given.count("kv_memory") != 0 && given.count("num_blocks") != 0)
+          problems.push_back("set kv_memory or num_blocks, not both");
+      });
 }
 
-Config parse_config(const char* config_json, const std::string& who) {
-  const std::string text = config_json == nullptr ? "" : config_json;
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw sdk::ConfigError(who + ": config is not valid JSON: " + e.what());
-    }
-  }
-  if (!j.is_object()) throw sdk::ConfigError(who + ": config must be a JSON object");
-
-  Config cfg;
-  std::vector<std::string> problems;
-  bool has_memory = false, has_blocks = false;
-  for (const auto& [key, value] : j.items()) {
-    if (key == "kv_memory") {
-      has_memory = true;
-      int64_t bytes = -1;
-      if (value.is_number_integer()) bytes = value.get<int64_t>();
-      else if (value.is_string()) bytes = parse_byte_size(value.get<std::string>());
-      if (bytes <= 0)
-        problems.push_back("kv_memory must be a positive byte count or a size like \"64MiB\" or \"1.5GB\", got " +
-                           value.dump());
-      else cfg.kv_memory = bytes;
-    } else if (key == "num_blocks") {
-      has_blocks = true;
-      if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > INT32_MAX)
-        problems.push_back("num_blocks must be a positive integer, got " + value.dump());
-      else cfg.num_blocks = value.get<int64_t>();
-    } else if (key == "block_size") {
-      if (!value.is_number_integer() || value.get<int64_t>() < 1 || value.get<int64_t>() > 65536)
-        problems.push_back("block_size must be an integer in [1, 65536], got " + value.dump());
-      else cfg.block_size = value.get<int32_t>();
-    } else if (key == "enable_prefix_caching") {
-      if (!value.is_boolean()) problems.push_back("enable_prefix_caching must be true or false, got " + value.dump());
-      else cfg.enable_prefix_caching = value.get<bool>();
-    } else if (key == "check_invariants") {
-      if (!value.is_boolean()) problems.push_back("check_invariants must be true or false, got " + value.dump());
-      else cfg.check_invariants = value.get<bool>();
-    } else {
-      problems.push_back("unknown key \"" + key +
-                         "\" (valid: kv_memory, num_blocks, block_size, enable_prefix_caching, check_invariants)");
-    }
-  }
-  if (has_memory && has_blocks) problems.push_back("set kv_memory or num_blocks, not both");
-  if (!problems.empty()) {
-    std::string message;
-    for (const auto& p : problems) message += (message.empty() ? who + ": " : std::string("; ")) + p;
-    throw sdk::ConfigError(message);
-  }
-  return cfg;
+sdk::ConfigSpec<Config> block_cache_spec(const std::string& who) {
+  return pool_spec(who)
+      .boolean("enable_prefix_caching", &Config::enable_prefix_caching, "reuse the K/V of shared prompt prefixes")
+      .boolean("check_invariants", &Config::check_invariants,
+               "check block accounting after every change (always on in debug builds)");
 }
 
 void check_kv_dtype(const loom_cache_create_args& args, const std::string& who) {
@@ -119,8 +49,7 @@ int32_t pool_blocks(const loom_cache_create_args& args, const Config& cfg, const
   if (blocks == 0) {
     if (args.bytes_per_token <= 0)
       throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, who + ": bytes_per_token must be positive");
-    const bool has_extra = args.struct_size >= offsetof(loom_cache_create_args, bytes_per_block_extra) +
-                                                   sizeof(args.bytes_per_block_extra);
+    const bool has_extra = sdk::covers(args, &loom_cache_create_args::bytes_per_block_extra);
     const int64_t extra = has_extra ? std::max<int64_t>(0, args.bytes_per_block_extra) : 0;
     blocks = cfg.kv_memory / (static_cast<int64_t>(cfg.block_size) * args.bytes_per_token + extra);
     if (blocks < 1)
@@ -129,6 +58,14 @@ int32_t pool_blocks(const loom_cache_create_args& args, const Config& cfg, const
                              " bytes per token" + (extra > 0 ? " + " + std::to_string(extra) + " bytes of scales" : ""));
   }
   return static_cast<int32_t>(std::min<int64_t>(blocks, INT32_MAX));
+}
+
+sdk::Verdict pool_fits(int32_t max_total_tokens, int32_t num_blocks, int32_t block_size) {
+  const int64_t capacity = static_cast<int64_t>(num_blocks) * block_size;
+  if (max_total_tokens <= capacity) return sdk::Verdict::yes();
+  return sdk::Verdict::no("max_total_tokens " + std::to_string(max_total_tokens) + " exceeds the whole KV pool: " +
+                          std::to_string(num_blocks) + " blocks x " + std::to_string(block_size) +
+                          " tokens = " + std::to_string(capacity) + " tokens");
 }
 
 }  // namespace loom::kv_pool_config

@@ -186,6 +186,28 @@ class ConfigSpec {
     return *this;
   }
 
+  // One of the listed integers (e.g. a group size of 32, 64 or 128).
+  template <std::integral Int>
+    requires(!std::same_as<Int, bool>)
+  ConfigSpec& integer_choice(std::string key, Int Config::*field, std::vector<Int> values, std::string help) {
+    std::vector<std::string> shown;
+    for (Int v : values) shown.push_back(std::to_string(v));
+    const std::string must = detail::or_list(shown);
+    Key k{std::move(key), "integer", std::move(help), nlohmann::json(Config{}.*field), nlohmann::json{{"values", values}},
+          {}};
+    k.read = [field, values, must, name = k.name](const nlohmann::json& v, Config& c, std::vector<std::string>& p) {
+      for (Int allowed : values) {
+        if (v.is_number_integer() && v == allowed) {
+          c.*field = allowed;
+          return;
+        }
+      }
+      p.push_back(quoted(name) + " must be " + must + ", got " + v.dump());
+    };
+    keys_.push_back(std::move(k));
+    return *this;
+  }
+
   // A number (integer or not) in [min, max].
   template <std::floating_point Float>
   ConfigSpec& number(std::string key, Float Config::*field, std::string help,
