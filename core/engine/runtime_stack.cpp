@@ -14,6 +14,7 @@
 #include "loom/cache_offload.h"
 #include "loom/quantization.h"
 #include "loom/scheduler.h"
+#include "loom/sdk_core.hpp"
 #include "loom/sdk_kv_quant.hpp"
 #include "loom/semantic_cache.h"
 
@@ -119,8 +120,7 @@ RuntimeStack::RuntimeStack(const Config& config)
   {
     // Reading fork/take_block_copies past a 1.0 plugin's shorter vtable would be out of bounds.
     const auto& vt = cache_->vtable<loom_cache_vtable>();
-    can_fork_ = vt.struct_size >= offsetof(loom_cache_vtable, take_block_copies) + sizeof(vt.take_block_copies) &&
-                vt.fork != nullptr && vt.take_block_copies != nullptr;
+    can_fork_ = sdk::present(vt, &loom_cache_vtable::fork) && sdk::present(vt, &loom_cache_vtable::take_block_copies);
   }
 
   if (const GgufFile* gguf = model->gguf()) check_prequantized_plugin(*gguf, config.quantization.plugin);
@@ -151,11 +151,7 @@ RuntimeStack::RuntimeStack(const Config& config)
   }
 
   // fits() is monotonic in the token count: binary search the largest request that fits.
-  auto fits = [&](int32_t n) {
-    int32_t ok = 0;
-    cache_->call("fits", &loom_cache_vtable::fits, n, &ok);
-    return ok != 0;
-  };
+  auto fits = [&](int32_t n) { return cache_->ask("fits", &loom_cache_vtable::fits, n).ok; };
   int32_t lo = 0, hi = max_model_len;
   while (lo < hi) {
     const int32_t mid = lo + (hi - lo + 1) / 2;
@@ -222,13 +218,12 @@ ScheduleResult RuntimeStack::schedule(const RequestLookup& lookup, int64_t now_u
   result.preempted.assign(preempt_buf_.begin(), preempt_buf_.begin() + out.num_preempted);
   for (int32_t i = 0; i < out.num_rejected; ++i) {
     const uint64_t id = reject_buf_[static_cast<size_t>(i)];
+    // The reason is the host's own fact (max_fit_tokens_, from fits at start-up), not a second
+    // call of fits.
     std::string reason = "the request can never fit in the KV cache";
     if (const RequestState* req = lookup(id)) {
-      int32_t ok = 0;
-      std::string message;
-      if (cache_->try_call(&message, &loom_cache_vtable::fits, req->max_total_tokens, &ok) == LOOM_OK && !ok) {
-        reason = "max_tokens: " + message;
-      }
+      std::string why;
+      if (!kv_fits(req->max_total_tokens, why)) reason = "max_tokens: " + why;
     }
     result.rejected.emplace_back(id, std::move(reason));
   }

@@ -125,7 +125,7 @@ TEST_F(AbiRefusals, ShortVtable) {
   EXPECT_EQ(refusal(spec_of("short_vtable")), head("short_vtable") +
                                                   "vtable struct_size 8 is smaller than the " +
                                                   std::to_string(sizeof(loom_scheduler_vtable)) +
-                                                  " bytes the host reads for a scheduler vtable");
+                                                  " bytes of a scheduler 1.0 vtable");
 }
 
 TEST_F(AbiRefusals, NullDescriptor) {

@@ -1,14 +1,10 @@
-// Shared by the continuous and static schedulers: config parsing with every problem reported at
-// once, a cache client that turns failed statuses into exceptions, and the output-array helpers.
-// Header-only and SDK-only, so each plugin stays one self-contained shared object.
+// Shared by the continuous and static schedulers (scheduler/common): a cache client that turns
+// failed statuses into exceptions, and the output-array helpers. Header-only and SDK-only, so each
+// plugin stays one self-contained shared object. Config keys are read with loom/sdk_config.hpp.
 #pragma once
-
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cstdint>
-#include <functional>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,66 +12,25 @@
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
 #include "loom/sdk_cache_client.hpp"
+#include "loom/sdk_config.hpp"
 
 namespace loom_sched {
 
-// Parses a plugin's JSON table against a set of known keys; each key's handler checks and stores
-// its value or appends a problem. Unknown keys and every failed check end up in one ConfigError.
-class ConfigReader {
- public:
-  using Handler = std::function<void(const nlohmann::json&, std::vector<std::string>&)>;
+using CacheClient = loom::sdk::CacheClient;
 
-  explicit ConfigReader(std::string plugin) : plugin_(std::move(plugin)) {}
-
-  // An integer in [min, INT32_MAX].
-  void int_key(const std::string& key, int32_t min, int32_t& dst) {
-    handlers_[key] = [key, min, &dst](const nlohmann::json& v, std::vector<std::string>& problems) {
-      if (!v.is_number_integer() || v.get<int64_t>() < min || v.get<int64_t>() > INT32_MAX)
-        problems.push_back(key + " must be an integer >= " + std::to_string(min) + ", got " + v.dump());
-      else dst = v.get<int32_t>();
-    };
-  }
-  void bool_key(const std::string& key, bool& dst) {
-    handlers_[key] = [key, &dst](const nlohmann::json& v, std::vector<std::string>& problems) {
-      if (!v.is_boolean()) problems.push_back(key + " must be true or false, got " + v.dump());
-      else dst = v.get<bool>();
-    };
-  }
-
-  void read(std::string_view config_json) const {
-    nlohmann::json j = nlohmann::json::object();
-    const std::string text(config_json);
-    if (!text.empty()) {
-      try {
-        j = nlohmann::json::parse(text);
-      } catch (const nlohmann::json::parse_error& e) {
-        throw loom::sdk::ConfigError(plugin_ + ": config is not valid JSON: " + e.what());
-      }
-    }
-    if (!j.is_object()) throw loom::sdk::ConfigError(plugin_ + ": config must be a JSON object, got " + j.dump());
-    std::vector<std::string> problems;
-    for (const auto& [key, value] : j.items()) {
-      auto it = handlers_.find(key);
-      if (it != handlers_.end()) {
-        it->second(value, problems);
-        continue;
-      }
-      std::string valid;
-      for (const auto& [k, h] : handlers_) valid += (valid.empty() ? "" : ", ") + k;
-      problems.push_back("unknown key \"" + key + "\" (valid: " + valid + ")");
-    }
-    if (problems.empty()) return;
-    std::string message;
-    for (const auto& p : problems) message += (message.empty() ? plugin_ + ": " : "; ") + p;
-    throw loom::sdk::ConfigError(message);
-  }
-
- private:
-  std::string plugin_;
-  std::map<std::string, Handler> handlers_;  // sorted, so the "valid:" list is stable
+// The two limits every scheduler here has, with the defaults of scheduler/static and continuous.
+struct BatchLimits {
+  int32_t max_num_seqs = 256;
+  int32_t max_num_batched_tokens = 2048;
 };
 
-using CacheClient = loom::sdk::CacheClient;
+// Their keys, for a Config with int32_t max_num_seqs and max_num_batched_tokens.
+template <class Config>
+loom::sdk::ConfigSpec<Config> batch_limits(const std::string& who) {
+  return loom::sdk::ConfigSpec<Config>(who)
+      .integer("max_num_seqs", &Config::max_num_seqs, "most requests holding KV blocks at once", 1)
+      .integer("max_num_batched_tokens", &Config::max_num_batched_tokens, "most tokens computed in one step", 1);
+}
 
 inline void check_schedule_args(const loom_sched_context* c, loom_sched_output* o) {
   if (c == nullptr || o == nullptr || c->cache.vtable == nullptr)
