@@ -32,6 +32,8 @@ enum Case {
   kVariantLow = 10,   // score 1
   kVariantHigh = 11,  // score 5
   kNullDesc = 12,     // entry returns NULL
+  kFreesItself = 13,  // schedule() calls the cache's free (only the host may)
+  kSchedulesPreempted = 14,  // schedule() preempts a request, then schedules it anyway
 };
 constexpr int kCase = LOOM_TEST_CASE;
 
@@ -63,6 +65,13 @@ class TestScheduler {
   }
   void schedule(const loom_sched_context* ctx, loom_sched_output* out) {
     out->num_scheduled = out->num_preempted = out->num_rejected = 0;
+    if ((kCase == kFreesItself || kCase == kSchedulesPreempted) && !queue_.empty()) {
+      loom::sdk::ErrorBuffer err;
+      const loom_status s = kCase == kFreesItself
+                                ? ctx->cache.vtable->free(ctx->cache.self, queue_.front(), err.buf())
+                                : ctx->preempt(ctx->host_ctx, queue_.front(), LOOM_PREEMPT_RECOMPUTE, err.buf());
+      loom::sdk::check(s, err, kCase == kFreesItself ? "cache free" : "host preempt");
+    }
     for (uint64_t id : queue_) {
       loom_request_view req{};
       req.struct_size = sizeof(req);
