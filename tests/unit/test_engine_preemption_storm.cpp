@@ -239,15 +239,27 @@ std::string misbehaving(const std::string& name) {
   return last->error;
 }
 
-TEST(KvOwnership, ASchedulerCallingFreeIsRefused) {
-  const std::string error = misbehaving("frees_itself");
-  EXPECT_NE(error.find("schedulers never free blocks"), std::string::npos) << error;
+struct Breach {
+  std::string plugin;    // a case of tests/abi/plugins/test_plugin.cpp
+  std::string message;   // what the host says
+};
+void PrintTo(const Breach& b, std::ostream* os) { *os << b.plugin; }
+
+class KvOwnership : public ::testing::TestWithParam<Breach> {};
+
+TEST_P(KvOwnership, TheHostRefusesTheBreach) {
+  const std::string error = misbehaving(GetParam().plugin);
+  EXPECT_NE(error.find(GetParam().message), std::string::npos) << error;
 }
 
-TEST(KvOwnership, SchedulingARequestPreemptedInTheSameStepIsAnError) {
-  const std::string error = misbehaving("schedules_preempted");
-  EXPECT_NE(error.find("which it preempted in the same step"), std::string::npos) << error;
-}
+INSTANTIATE_TEST_SUITE_P(
+    Breaches, KvOwnership,
+    ::testing::Values(Breach{"frees_itself", "schedulers never free blocks"},
+                      Breach{"schedules_preempted", "which it preempted in the same step"},
+                      Breach{"swaps_without_tier", "swap asked for, but no [cache_offload] tier is configured"},
+                      Breach{"preempts_twice", "already preempted in this step"},
+                      Breach{"lists_preempted", "interface 1.1 preempts through ctx->preempt"}),
+    [](const auto& info) { return info.param.plugin; });
 #endif
 
 }  // namespace
