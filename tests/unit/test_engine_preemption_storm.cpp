@@ -210,9 +210,10 @@ INSTANTIATE_TEST_SUITE_P(Schedulers, PreemptionStorm, ::testing::ValuesIn(cases(
 
 #ifdef LOOM_ABI_PLUGIN_DIR
 // Only the host frees blocks: a 1.1 scheduler that calls the cache's free is refused, and one
-// that schedules a request it preempted in the same call breaks the contract; both end every
-// live request with the message, and the pool is left whole.
-std::string misbehaving(const std::string& name) {
+// that breaks the preemption contract of loom/scheduler.h is an error; each ends the request
+// with the host's message, and the pool is left whole. A rejection ends it with the scheduler's
+// reason, taken from the schedule output.
+std::string finish_error(const std::string& name) {
   Engine engine(parse_config(config_text("[scheduler]\nplugin = \"" + name + "\"\npath = \"" LOOM_ABI_PLUGIN_DIR
                                          "/libloom-scheduler-" + name + ".so\"\n",
                                          tiny_paged(true), false),
@@ -248,7 +249,7 @@ void PrintTo(const Breach& b, std::ostream* os) { *os << b.plugin; }
 class KvOwnership : public ::testing::TestWithParam<Breach> {};
 
 TEST_P(KvOwnership, TheHostRefusesTheBreach) {
-  const std::string error = misbehaving(GetParam().plugin);
+  const std::string error = finish_error(GetParam().plugin);
   EXPECT_NE(error.find(GetParam().message), std::string::npos) << error;
 }
 
@@ -258,7 +259,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Breach{"schedules_preempted", "which it preempted in the same step"},
                       Breach{"swaps_without_tier", "swap asked for, but no [cache_offload] tier is configured"},
                       Breach{"preempts_twice", "already preempted in this step"},
-                      Breach{"lists_preempted", "interface 1.1 preempts through ctx->preempt"}),
+                      Breach{"lists_preempted", "interface 1.1 preempts through ctx->preempt"},
+                      Breach{"rejects_with_reason", "max_tokens: the test scheduler rejects request 1"}),
     [](const auto& info) { return info.param.plugin; });
 #endif
 

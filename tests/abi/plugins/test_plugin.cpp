@@ -3,6 +3,7 @@
 // of each can be tested. Case kGood is a correct plugin: it schedules each request's whole gap,
 // in arrival order, without a token budget.
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ enum Case {
   kSwapsWithoutTier = 15,    // schedule() asks for LOOM_PREEMPT_SWAP with swap_available == 0
   kPreemptsTwice = 16,       // schedule() preempts the same request twice
   kListsPreempted = 17,      // a 1.1 scheduler fills out->preempted (the 1.0 way)
+  kRejectsWithReason = 18,   // schedule() rejects every request, with a reason
 };
 constexpr int kCase = LOOM_TEST_CASE;
 
@@ -69,6 +71,15 @@ class TestScheduler {
   void schedule(const loom_sched_context* ctx, loom_sched_output* out) {
     out->num_scheduled = out->num_preempted = out->num_rejected = 0;
     if (kCase >= kFreesItself && kCase <= kListsPreempted && !queue_.empty()) misbehave(*ctx, *out);
+    if (kCase == kRejectsWithReason) {
+      for (uint64_t id : queue_) {
+        std::snprintf(out->rejected_reasons + out->num_rejected * out->reason_size,
+                      static_cast<size_t>(out->reason_size), "the test scheduler rejects request %llu",
+                      static_cast<unsigned long long>(id));
+        out->rejected[out->num_rejected++] = id;
+      }
+      return;
+    }
     for (uint64_t id : queue_) {
       loom_request_view req{};
       req.struct_size = sizeof(req);
