@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/common/error.hpp"
+#include "loom/sdk_core.hpp"
 
 namespace loom {
 namespace {
@@ -25,8 +26,7 @@ CacheHandle::CacheHandle(const LoadedPlugin& cache)
     : cache_(&cache), vtable_(&cache.vtable<loom_cache_vtable>()), scheduler_vtable_{} {
   // Reading fork/take_block_copies past a 1.0 plugin's shorter vtable would be out of bounds.
   const loom_cache_vtable& vt = *vtable_;
-  can_fork_ = vt.struct_size >= offsetof(loom_cache_vtable, take_block_copies) + sizeof(vt.take_block_copies) &&
-              vt.fork != nullptr && vt.take_block_copies != nullptr;
+  can_fork_ = sdk::present(vt, &loom_cache_vtable::fork) && sdk::present(vt, &loom_cache_vtable::take_block_copies);
   // A copy of only what the plugin's vtable holds (its struct_size stays), with free refused.
   std::memcpy(&scheduler_vtable_, &vt, std::min<size_t>(vt.struct_size, sizeof(scheduler_vtable_)));
   scheduler_vtable_.free = &refuse_free;
@@ -40,12 +40,9 @@ loom_cache_layout CacheHandle::layout() const {
 }
 
 bool CacheHandle::fits(int32_t max_total_tokens, std::string& reason) const {
-  int32_t ok = 0;
-  std::string message;
-  const loom_status status = cache_->try_call(&message, &loom_cache_vtable::fits, max_total_tokens, &ok);
-  if (status != LOOM_OK) throw Error("plugin cache '" + name() + "': fits: " + message, status);
-  if (ok == 0) reason = message;
-  return ok != 0;
+  sdk::Verdict verdict = cache_->ask("fits", &loom_cache_vtable::fits, max_total_tokens);
+  if (!verdict.ok) reason = std::move(verdict.reason);
+  return verdict.ok;
 }
 
 std::span<const int32_t> CacheHandle::block_table(uint64_t request_id) const {

@@ -12,6 +12,7 @@
 #include "loom/cache_offload.h"
 #include "loom/quantization.h"
 #include "loom/scheduler.h"
+#include "loom/sdk_core.hpp"
 #include "loom/sdk_kv_quant.hpp"
 #include "loom/semantic_cache.h"
 

@@ -13,6 +13,7 @@
 #include "core/executor/kernels/cpu/embedding.hpp"
 #include "core/executor/kernels/cpu/rmsnorm.hpp"
 #include "core/executor/kernels/cpu/silu_mul.hpp"
+#include "loom/sdk_core.hpp"
 
 namespace loom {
 namespace {
@@ -157,17 +158,16 @@ void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_
   ErrorBuffer err;
   loom_error_buf eb = err.buf();
   const std::string full_name = layer_name(layer, name);
-  if (quant_.vt->supports != nullptr) {
+  if (quant_.vt->supports != nullptr) {  // one call: the answer, and with a no the reason in err
     int32_t ok = 0;
     const loom_status s = quant_.vt->supports(quant_.self, w.dtype, &ok, &eb);
     if (s != LOOM_OK || ok == 0)
-      throw Error("tensor " + full_name + ": the quantization plugin cannot use it: " + err.str(),
+      throw Error("tensor " + full_name + ": the quantization plugin cannot use it: " +
+                      (err.str().empty() ? std::string("no reason given") : std::string(err.str())),
                   s != LOOM_OK ? s : LOOM_ERR_UNSUPPORTED);
   }
   void* handle = nullptr;
-  const bool has_info = quant_.vt->struct_size >= offsetof(loom_quantization_vtable, prepare_weight_info) +
-                                                     sizeof(quant_.vt->prepare_weight_info) &&
-                        quant_.vt->prepare_weight_info != nullptr;
+  const bool has_info = sdk::present(*quant_.vt, &loom_quantization_vtable::prepare_weight_info);
   loom_status s = LOOM_OK;
   if (has_info) {
     loom_weight_info info{};
@@ -205,9 +205,7 @@ void ModelExecutor::linear(void* handle, const float* x, int64_t n, int64_t in, 
 
 void ModelExecutor::linear_group(std::span<const LinearOut> outs, const float* x, int64_t n, int64_t in) {
   constexpr size_t kMaxGroup = 4;
-  const bool offered = quant_.vt->struct_size >= offsetof(loom_quantization_vtable, linear_group) +
-                                                     sizeof(quant_.vt->linear_group) &&
-                       quant_.vt->linear_group != nullptr;
+  const bool offered = sdk::present(*quant_.vt, &loom_quantization_vtable::linear_group);
   if (!offered || outs.size() > kMaxGroup) {
     for (const LinearOut& o : outs) linear(o.handle, x, n, in, o.y, o.out);
     return;
@@ -278,9 +276,7 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
   loom_tensor_view ov = f32_view(att, {T, H, D});
 
   // Attention interface 1.1: RoPE of K fused into the plugin's cache write, when it offers that.
-  const bool fused_rope_k =
-      attn_.vt->struct_size >= offsetof(loom_attention_vtable, forward_rope_k) + sizeof(attn_.vt->forward_rope_k) &&
-      attn_.vt->forward_rope_k != nullptr;
+  const bool fused_rope_k = sdk::present(*attn_.vt, &loom_attention_vtable::forward_rope_k);
   const loom_rope rope = rope_.view();
   for (int32_t l = 0; l < hp_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];

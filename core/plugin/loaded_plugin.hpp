@@ -11,6 +11,7 @@
 #include "core/plugin/host_api.hpp"
 #include "core/plugin/plugin_kind.hpp"
 #include "core/plugin/plugin_loader.hpp"
+#include "loom/sdk_core.hpp"
 
 namespace loom {
 
@@ -60,6 +61,25 @@ class LoadedPlugin {
     const loom_status status = fn(self_, std::forward<Args>(args)..., &buf);
     if (message != nullptr) *message = status == LOOM_OK ? std::string() : err.str();
     return status;
+  }
+
+  // A capability check, member(self, args..., int32_t* ok, err) (cache fits, quantization
+  // supports): the answer and, for a no, the plugin's reason, from one call (plugin.h's rule for
+  // capability checks). Throws as call() does when the status is not LOOM_OK.
+  template <class Vtable, class Fn, class... Args>
+  sdk::Verdict ask(const char* what, Fn Vtable::*member, Args&&... args) const {
+    int32_t ok = 0;
+    ErrorBuffer err;
+    loom_error_buf buf = err.buf();
+    const auto fn = vtable<Vtable>().*member;
+    const loom_status status = fn == nullptr ? LOOM_ERR_UNSUPPORTED : fn(self_, std::forward<Args>(args)..., &ok, &buf);
+    if (status != LOOM_OK) {
+      throw Error("plugin " + kind_name(kind()) + " '" + name_ + "': " + what + ": " +
+                      (fn == nullptr ? std::string("not implemented by this plugin") : std::string(err.str())),
+                  status);
+    }
+    if (ok != 0) return sdk::Verdict::yes();
+    return sdk::Verdict::no(err.str().empty() ? std::string("refused without a reason") : std::string(err.str()));
   }
 
   // As try_call, but throws loom::Error("plugin <kind> '<name>': <what>: <message>", status)

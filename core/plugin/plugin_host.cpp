@@ -96,14 +96,10 @@ std::unique_ptr<LoadedPlugin> PluginHost::create(const PluginSpec& spec,
                                "create returned LOOM_OK without an instance or a vtable"),
                 LOOM_ERR_INTERNAL);
   }
+  // A vtable as long as the plugin's minor says; members past it read as NULL (sdk::present).
   const uint32_t vtable_size = *static_cast<const uint32_t*>(vtable);  // struct_size comes first
-  const size_t needed = kind_info(spec.kind).vtable_size;
-  if (vtable_size < needed) {
-    throw Error(plugin_refusal(spec.kind, spec.name, file,
-                               "vtable struct_size " + std::to_string(vtable_size) +
-                                   " is smaller than the " + std::to_string(needed) +
-                                   " bytes the host reads for a " + kind + " vtable"),
-                LOOM_ERR_UNSUPPORTED);
+  if (auto why = vtable_refusal(spec.kind, desc.iface_minor, vtable_size)) {
+    throw Error(plugin_refusal(spec.kind, spec.name, file, *why), LOOM_ERR_UNSUPPORTED);
   }
   LOOM_LOG_INFO("plugin {} '{}' {} loaded from {}", kind, spec.name, plugin->version(), file);
   return plugin;

@@ -1,5 +1,12 @@
-// The plugin kinds as the host knows them: names ("scheduler"), interface versions and the sizes
-// of the structs a plugin of each kind must provide.
+// The plugin kinds as the host knows them: names ("scheduler"), interface versions, and per minor
+// version the sizes of the structs a plugin of that minor provides (its vtable) and reads (its
+// create args).
+//
+// The growth rule, the same for every kind: structs only grow at the end, one minor version at a
+// time. A host loads a plugin of the same major and any minor up to its own: the plugin's smaller
+// vtable is accepted (members past its struct_size read as NULL, see sdk::present), and the host's
+// larger create args are read only as far as the plugin knows them. A plugin with a newer minor
+// (or another major) than the host is refused, naming both versions.
 #pragma once
 
 #include <cstddef>
@@ -18,12 +25,24 @@
 
 namespace loom {
 
+// What a plugin built against minor `minor` of its kind's header has: sizeof its vtable and of its
+// create args (0: the kind has none) at that minor.
+struct KindVersion {
+  uint32_t minor;
+  size_t vtable_size;
+  size_t create_args_size;
+};
+
 struct KindInfo {
   loom_plugin_kind kind;
   std::string_view name;  // as in config tables and file names: "cache_offload"
   uint32_t iface_major;   // the host's interface version for this kind
   uint32_t iface_minor;
-  size_t vtable_size;  // the vtable size the host was built with (what it reads)
+  // One row per minor, 0 .. iface_minor, oldest first (the table in plugin_kind.cpp).
+  std::vector<KindVersion> versions;
+
+  // The row of `minor` (<= iface_minor).
+  const KindVersion& version(uint32_t minor) const { return versions.at(minor); }
 };
 
 // Every kind, in enum order.
@@ -40,6 +59,14 @@ std::optional<loom_plugin_kind> find_kind(std::string_view name);
 
 // The kind named `name`; throws loom::Error listing the valid names otherwise.
 loom_plugin_kind parse_kind(std::string_view name);
+
+// Why this host cannot load a plugin of `kind` built against interface major.minor (both
+// versions named), or nullopt when it can.
+std::optional<std::string> version_refusal(loom_plugin_kind kind, uint32_t major, uint32_t minor);
+
+// Why a plugin of `kind` at `minor` (already accepted by version_refusal) cannot be used with the
+// vtable it handed back, whose struct_size is `vtable_size`, or nullopt when it can.
+std::optional<std::string> vtable_refusal(loom_plugin_kind kind, uint32_t minor, size_t vtable_size);
 
 // Maps a vtable type to its kind, for typed access to a loaded plugin.
 template <class Vtable>

@@ -29,10 +29,6 @@ std::string join(const std::vector<std::string>& parts, std::string_view sep) {
   return out;
 }
 
-std::string version_text(uint32_t major, uint32_t minor) {
-  return std::to_string(major) + "." + std::to_string(minor);
-}
-
 // Plugin names become part of a file name: keep them to one path component.
 bool valid_name(std::string_view name) {
   if (name.empty()) return false;
@@ -178,20 +174,8 @@ OpenedPlugin PluginLoader::open(loom_plugin_kind kind, std::string_view name,
     throw refuse("the file holds a " + kind_name(desc->kind) + " plugin, not a " + kind_name(kind) +
                  " plugin");
   }
-  const KindInfo& info = kind_info(kind);
-  const std::string plugin_iface = version_text(desc->iface_major, desc->iface_minor);
-  const std::string host_iface = version_text(info.iface_major, info.iface_minor);
-  if (desc->iface_major != info.iface_major) {
-    throw refuse(kind_name(kind) + " interface " + plugin_iface +
-                 " is incompatible with the host's " + host_iface + " (major " +
-                 std::to_string(desc->iface_major) + " != " + std::to_string(info.iface_major) +
-                 ")");
-  }
-  if (desc->iface_minor > info.iface_minor) {
-    throw refuse(kind_name(kind) + " interface " + plugin_iface + " is newer than the host's " +
-                 host_iface + " (minor " + std::to_string(desc->iface_minor) + " > " +
-                 std::to_string(info.iface_minor) + "); update the host");
-  }
+  // The growth rule (plugin_kind.hpp): same major, a minor no newer than the host's.
+  if (auto why = version_refusal(kind, desc->iface_major, desc->iface_minor)) throw refuse(*why);
   const std::string desc_name = desc->name != nullptr ? desc->name : "";
   if (!name.empty() && desc_name != name) {
     throw refuse("the descriptor's name is '" + desc_name + "', not '" + std::string(name) + "'");

@@ -6,7 +6,6 @@
 // left and the cache can give it room now; otherwise it (and everything behind it) waits.
 #include <algorithm>
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -14,6 +13,7 @@
 
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
+#include "loom/sdk_config.hpp"
 #include "loom/sdk_scheduler.hpp"
 
 namespace {
@@ -26,45 +26,6 @@ struct Config {
   int32_t max_num_seqs = 16;
   int32_t max_num_batched_tokens = 2048;
 };
-
-// Parses the plugin's table; every problem is reported at once.
-Config parse_config(std::string_view json, std::vector<std::string>& problems) {
-  Config cfg;
-  nlohmann::json j;
-  try {
-    j = json.empty() ? nlohmann::json::object() : nlohmann::json::parse(json);
-  } catch (const nlohmann::json::parse_error& e) {
-    problems.push_back(std::string("config is not valid JSON: ") + e.what());
-    return cfg;
-  }
-  if (!j.is_object()) {
-    problems.push_back("config must be a JSON object, got " + j.dump());
-    return cfg;
-  }
-  auto positive = [&](const std::string& key, const nlohmann::json& v, int32_t& dst) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX) {
-      problems.push_back(key + " must be a positive integer, got " + v.dump());
-    } else {
-      dst = v.get<int32_t>();
-    }
-  };
-  for (const auto& [key, value] : j.items()) {
-    if (key == "max_num_seqs") {
-      positive(key, value, cfg.max_num_seqs);
-    } else if (key == "max_num_batched_tokens") {
-      positive(key, value, cfg.max_num_batched_tokens);
-    } else {
-      problems.push_back("unknown key '" + key + "' (valid: max_num_seqs, max_num_batched_tokens)");
-    }
-  }
-  return cfg;
-}
-
-std::string join(const std::vector<std::string>& parts) {
-  std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : "; ") + p;
-  return out;
-}
 
 // One request as the scheduler tracks it; token counts are read fresh from the host each step.
 struct Entry {
@@ -81,26 +42,27 @@ bool before(const Entry& a, const Entry& b) { return a.key() < b.key(); }
 
 class PriorityScheduler {
  public:
-  PriorityScheduler(const loom::sdk::Host& host, const loom_scheduler_create_args& args,
-                    std::string_view config_json)
-      : host_(host) {
-    std::vector<std::string> problems;
-    cfg_ = parse_config(config_json, problems);
-    // Prefill is not chunked, so the longest sequence must fit one step's budget.
-    if (problems.empty() && cfg_.max_num_batched_tokens < args.max_model_len) {
-      problems.push_back("max_num_batched_tokens (" + std::to_string(cfg_.max_num_batched_tokens) +
-                         ") must be >= max_model_len (" + std::to_string(args.max_model_len) +
-                         "): this scheduler prefills a whole prompt in one step");
-    }
-    if (!problems.empty()) throw ConfigError("scheduler priority: " + join(problems));
-    host_.debug("max_num_seqs=", cfg_.max_num_seqs,
-                " max_num_batched_tokens=", cfg_.max_num_batched_tokens);
+  // The config keys (sdk_config.hpp): parsed before the constructor runs, every problem at once,
+  // and published in the descriptor's config_schema.
+  static const loom::sdk::ConfigSpec<Config>& config_spec() {
+    static const auto spec =
+        loom::sdk::ConfigSpec<Config>("scheduler priority")
+            .integer("max_num_seqs", &Config::max_num_seqs, "most requests holding KV blocks at once", 1)
+            .integer("max_num_batched_tokens", &Config::max_num_batched_tokens,
+                     "token budget of a step; at least max_model_len (prompts are not chunked)", 1);
+    return spec;
   }
 
-  static void validate(std::string_view config_json, std::string& problems) {
-    std::vector<std::string> found;
-    parse_config(config_json, found);
-    problems = join(found);
+  PriorityScheduler(const loom::sdk::Host& host, const loom_scheduler_create_args& args, const Config& cfg)
+      : host_(host), cfg_(cfg) {
+    // Prefill is not chunked, so the longest sequence must fit one step's budget.
+    if (cfg_.max_num_batched_tokens < args.max_model_len) {
+      throw ConfigError("scheduler priority: max_num_batched_tokens (" + std::to_string(cfg_.max_num_batched_tokens) +
+                        ") must be >= max_model_len (" + std::to_string(args.max_model_len) +
+                        "): this scheduler prefills a whole prompt in one step");
+    }
+    host_.debug("max_num_seqs=", cfg_.max_num_seqs,
+                " max_num_batched_tokens=", cfg_.max_num_batched_tokens);
   }
 
   loom_status add_request(const loom_request_view* req) {

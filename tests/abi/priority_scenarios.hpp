@@ -143,8 +143,8 @@ inline void scenario_config(PluginHost& host, const std::string& path) {
     const std::string m = e.what();
     EXPECT_NE(m.find("plugin scheduler 'priority' ("), std::string::npos) << m;
     EXPECT_NE(m.find("invalid config"), std::string::npos) << m;
-    EXPECT_NE(m.find("max_num_seqs must be a positive integer, got 0"), std::string::npos) << m;
-    EXPECT_NE(m.find("unknown key 'colour'"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"max_num_seqs\" must be a positive integer, got 0"), std::string::npos) << m;
+    EXPECT_NE(m.find("unknown key \"colour\""), std::string::npos) << m;
     EXPECT_EQ(m.find('\n'), std::string::npos) << m;
   }
   try {  // valid keys, but prefill is never chunked: the budget must hold the longest sequence

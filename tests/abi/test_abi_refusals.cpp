@@ -77,7 +77,7 @@ TEST_F(AbiRefusals, ShortDescriptor) {
   const auto m = refusal(spec_of("short_desc"));
   EXPECT_CONTAINS(m, head("short_desc"));
   EXPECT_CONTAINS(m, "descriptor struct_size 16 is smaller than the " +
-                         std::to_string(sizeof(loom_plugin_desc)) + " bytes the host reads");
+                         std::to_string(LOOM_PLUGIN_DESC_MIN_SIZE) + " bytes the host reads");
 }
 
 TEST_F(AbiRefusals, CreateThatThrowsCarriesTheExceptionText) {
@@ -125,7 +125,7 @@ TEST_F(AbiRefusals, ShortVtable) {
   EXPECT_EQ(refusal(spec_of("short_vtable")), head("short_vtable") +
                                                   "vtable struct_size 8 is smaller than the " +
                                                   std::to_string(sizeof(loom_scheduler_vtable)) +
-                                                  " bytes the host reads for a scheduler vtable");
+                                                  " bytes of a scheduler 1." + std::to_string(LOOM_SCHEDULER_IFACE_MINOR) + " vtable");
 }
 
 TEST_F(AbiRefusals, NullDescriptor) {

@@ -372,7 +372,7 @@ std::vector<int32_t> greedy(const std::string& plugin, const std::string& config
     std::vector<float> logits;
     executor.execute(batch, logits);
     computed = static_cast<int32_t>(tokens.size());
-    tokens.push_back(Sampler::argmax(logits));
+    tokens.push_back(test::argmax(logits));
     out.push_back(tokens.back());
   }
   return out;

@@ -109,7 +109,7 @@ std::vector<int32_t> greedy(const GgufFile& file, const std::string& quantizatio
     builder.build(std::span<const SeqSchedule>(&s, 1), batch);
     executor.execute(batch, logits);
     computed = static_cast<int32_t>(tokens.size());
-    tokens.push_back(Sampler::argmax(logits));
+    tokens.push_back(loom::test::argmax(logits));
     out.push_back(tokens.back());
   }
   return out;

@@ -159,7 +159,7 @@ std::vector<int32_t> greedy(const GgufFile& file, const std::string& config, int
     SeqSchedule s{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed)), computed, table, true};
     builder.build(std::span<const SeqSchedule>(&s, 1), batch);
     executor.execute(batch, logits);
-    tokens.push_back(Sampler::argmax(logits));
+    tokens.push_back(loom::test::argmax(logits));
     out.push_back(tokens.back());
   }
   return out;

@@ -232,9 +232,9 @@ class CacheSteps : public ::testing::Test {
       FAIL() << "a bad config was accepted";
     } catch (const Error& e) {
       const std::string m = e.what();
-      EXPECT_NE(m.find("kv_memory must be"), std::string::npos) << m;
-      EXPECT_NE(m.find("block_size must be"), std::string::npos) << m;
-      EXPECT_NE(m.find("enable_prefix_caching must be"), std::string::npos) << m;
+      EXPECT_NE(m.find("\"kv_memory\" must be"), std::string::npos) << m;
+      EXPECT_NE(m.find("\"block_size\" must be"), std::string::npos) << m;
+      EXPECT_NE(m.find("\"enable_prefix_caching\" must be"), std::string::npos) << m;
       EXPECT_NE(m.find("unknown key \"colour\""), std::string::npos) << m;
       EXPECT_NE(m.find("not both"), std::string::npos) << m;
     }

@@ -94,8 +94,8 @@ TEST_F(Fcfs, ConfigErrors) {
     FAIL();
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("max_num_seqs must be"), std::string::npos) << m;
-    EXPECT_NE(m.find("max_num_batched_tokens must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"max_num_seqs\" must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"max_num_batched_tokens\" must be"), std::string::npos) << m;
     EXPECT_NE(m.find("unknown key \"policy\""), std::string::npos) << m;
   }
   make("{}", 10);

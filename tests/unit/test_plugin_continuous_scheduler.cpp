@@ -143,10 +143,10 @@ TEST_F(Continuous, ConfigErrors) {
     FAIL();
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("max_num_seqs must be"), std::string::npos) << m;
-    EXPECT_NE(m.find("long_prefill_token_threshold must be"), std::string::npos) << m;
-    EXPECT_NE(m.find("enable_chunked_prefill must be true or false"), std::string::npos) << m;
-    EXPECT_NE(m.find("preemption_aging_steps must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"max_num_seqs\" must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"long_prefill_token_threshold\" must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"enable_chunked_prefill\" must be true or false"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"preemption_aging_steps\" must be"), std::string::npos) << m;
     EXPECT_NE(m.find("unknown key \"policy\""), std::string::npos) << m;
   }
   make("{}", 10);

@@ -46,10 +46,66 @@ TEST(PluginKind, UnknownNameListsTheValidOnes) {
 
 TEST(PluginKind, HostSizesAndVersions) {
   const KindInfo& info = kind_info(LOOM_KIND_CACHE);
-  EXPECT_EQ(info.vtable_size, offsetof(loom_cache_vtable, fork));  // the 1.0 vtable
   EXPECT_EQ(info.iface_major, static_cast<uint32_t>(LOOM_CACHE_IFACE_MAJOR));
   EXPECT_EQ(info.iface_minor, static_cast<uint32_t>(LOOM_CACHE_IFACE_MINOR));
+  // Cache 1.0 ends at usage; 1.1 adds fork/take_block_copies; 1.2 the create args' last member.
+  EXPECT_EQ(info.version(0).vtable_size, offsetof(loom_cache_vtable, fork));
+  EXPECT_EQ(info.version(1).vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(info.version(1).create_args_size, offsetof(loom_cache_create_args, bytes_per_block_extra));
+  EXPECT_EQ(info.version(2).create_args_size, sizeof(loom_cache_create_args));
+  EXPECT_EQ(kind_info(LOOM_KIND_ATTENTION).version(0).vtable_size, offsetof(loom_attention_vtable, forward_rope_k));
+  EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).version(1).vtable_size,
+            offsetof(loom_quantization_vtable, linear_group));
+  EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).version(0).create_args_size, 0u);
   EXPECT_THROW(kind_info(static_cast<loom_plugin_kind>(0)), Error);
+}
+
+// The table itself: a row per minor 0..host minor, oldest first; sizes never shrink from one
+// minor to the next (structs only grow at the end), and the newest row is what the host has.
+TEST(PluginKind, EveryKindHasARowPerMinorThatOnlyGrows) {
+  for (const KindInfo& info : all_kinds()) {
+    ASSERT_EQ(info.versions.size(), info.iface_minor + 1u) << info.name;
+    for (uint32_t m = 0; m <= info.iface_minor; ++m) {
+      EXPECT_EQ(info.version(m).minor, m) << info.name;
+      EXPECT_GT(info.version(m).vtable_size, sizeof(uint32_t)) << info.name;
+      if (m == 0) continue;
+      EXPECT_GE(info.version(m).vtable_size, info.version(m - 1).vtable_size) << info.name << " 1." << m;
+      EXPECT_GE(info.version(m).create_args_size, info.version(m - 1).create_args_size) << info.name << " 1." << m;
+      EXPECT_TRUE(info.version(m).vtable_size > info.version(m - 1).vtable_size ||
+                  info.version(m).create_args_size > info.version(m - 1).create_args_size)
+          << info.name << " 1." << m << " grows nothing";
+    }
+  }
+  EXPECT_EQ(kind_info(LOOM_KIND_ATTENTION).versions.back().vtable_size, sizeof(loom_attention_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).versions.back().vtable_size, sizeof(loom_quantization_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_SCHEDULER).versions.back().vtable_size, sizeof(loom_scheduler_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_CACHE).versions.back().vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_CACHE_OFFLOAD).versions.back().vtable_size, sizeof(loom_cache_offload_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).versions.back().vtable_size, sizeof(loom_semantic_cache_vtable));
+}
+
+// The growth rule, the same for every kind: any minor up to the host's loads with its own (smaller)
+// vtable; a newer minor or another major is refused with both versions named; a vtable shorter
+// than its minor's row is refused.
+TEST(PluginKind, GrowthRuleIsTheSameForEveryKind) {
+  for (const KindInfo& info : all_kinds()) {
+    const std::string k(info.name);
+    const std::string host = std::to_string(info.iface_major) + "." + std::to_string(info.iface_minor);
+    for (uint32_t m = 0; m <= info.iface_minor; ++m) {
+      EXPECT_EQ(version_refusal(info.kind, info.iface_major, m), std::nullopt) << k << " 1." << m;
+      EXPECT_EQ(vtable_refusal(info.kind, m, info.version(m).vtable_size), std::nullopt) << k << " 1." << m;
+      EXPECT_EQ(vtable_refusal(info.kind, m, info.version(m).vtable_size - 1),
+                "vtable struct_size " + std::to_string(info.version(m).vtable_size - 1) + " is smaller than the " +
+                    std::to_string(info.version(m).vtable_size) + " bytes of a " + k + " 1." + std::to_string(m) +
+                    " vtable");
+    }
+    const uint32_t newer = info.iface_minor + 1;
+    EXPECT_EQ(version_refusal(info.kind, info.iface_major, newer),
+              k + " interface 1." + std::to_string(newer) + " is newer than the host's " + host + " (minor " +
+                  std::to_string(newer) + " > " + std::to_string(info.iface_minor) + "); update the host");
+    EXPECT_EQ(version_refusal(info.kind, info.iface_major + 1, 0),
+              k + " interface 2.0 is incompatible with the host's " + host + " (major 2 != 1)");
+  }
 }
 
 // A scratch directory with empty files standing in for plugins.

@@ -2,12 +2,15 @@
 // trampolines (statuses, messages, optional members), and the Host wrapper.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "loom/sdk.hpp"
+#include "loom/sdk_config.hpp"
 
 namespace {
 
@@ -289,6 +292,152 @@ TEST(SdkHost, LogStreamsEveryPart) {
   host.warn("blocks: ", 3, " of ", 4.5);
   EXPECT_EQ(captured.level, LOOM_LOG_WARN);
   EXPECT_EQ(captured.text, "blocks: 3 of 4.5");
+}
+
+// A cache class in the value-shaped forms: config_spec, a parsed Config in the constructor,
+// Verdict answers, returned values instead of out-pointers, references for request views, and
+// after_mutation after each change.
+struct ValueCacheConfig {
+  int32_t blocks = 4;
+};
+class ValueCache {
+ public:
+  static const loom::sdk::ConfigSpec<ValueCacheConfig>& config_spec() {
+    static const auto spec = loom::sdk::ConfigSpec<ValueCacheConfig>("cache value")
+                                 .integer("blocks", &ValueCacheConfig::blocks, "pool blocks", 1, 64);
+    return spec;
+  }
+  ValueCache(const loom::sdk::Host&, const loom_cache_create_args&, const ValueCacheConfig& c) : blocks_(c.blocks) {}
+  loom_cache_layout layout() const { return {sizeof(loom_cache_layout), blocks_, 2}; }
+  loom::sdk::Verdict fits(int32_t n) const {
+    return n <= 2 * blocks_ ? loom::sdk::Verdict::yes() : loom::sdk::Verdict::no("more than " + std::to_string(2 * blocks_));
+  }
+  int32_t match_prefix(const loom_request_view& r) const { return r.num_tokens / 2; }
+  bool can_allocate(const loom_request_view&, int32_t n) const { return n <= 2; }
+  void allocate(const loom_request_view&, int32_t, int32_t* cached) { *cached = 0; }
+  void append(const loom_request_view&, int32_t) {}
+  void free(uint64_t) {}
+  loom_block_list block_table(uint64_t) const { return {table_, 1}; }
+  void usage(loom_cache_usage*) const {}
+  void after_mutation() { ++mutations; }
+  int mutations = 0;
+
+ private:
+  int32_t blocks_;
+  int32_t table_[1] = {3};
+};
+using ValueCachePlugin = loom::sdk::detail::Plugin<ValueCache, loom_cache_vtable>;
+
+TEST(SdkPlugin, ValueShapedCacheAnswersInOneCall) {
+  const loom_plugin_desc d = ValueCachePlugin::describe("value", "0.1.0", "a test");
+  ASSERT_NE(d.config_schema, nullptr);
+  EXPECT_STREQ(d.config_schema,
+               R"([{"default":4,"help":"pool blocks","key":"blocks","max":64,"min":1,"type":"integer"}])");
+  char text[128] = "";
+  loom_error_buf err{text, sizeof(text)};
+  ASSERT_NE(d.validate, nullptr);
+  EXPECT_EQ(d.validate(R"({"blocks": 0})", &err), LOOM_ERR_CONFIG);
+  EXPECT_STREQ(text, "cache value: \"blocks\" must be an integer in [1, 64], got 0");
+  loom_cache_create_args args{};
+  args.struct_size = sizeof(args);
+  void* self = nullptr;
+  const void* vtp = nullptr;
+  ASSERT_EQ(d.create(nullptr, &args, R"({"blocks": 3})", &self, &vtp, &err), LOOM_OK);
+  const auto& vt = *static_cast<const loom_cache_vtable*>(vtp);
+  loom_cache_layout lay{sizeof(lay), 0, 0};
+  EXPECT_EQ(vt.layout(self, &lay, &err), LOOM_OK);
+  EXPECT_EQ(lay.num_blocks, 3);
+  int32_t ok = -1;
+  text[0] = '\0';
+  EXPECT_EQ(vt.fits(self, 6, &ok, &err), LOOM_OK);
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(vt.fits(self, 7, &ok, &err), LOOM_OK);  // a no: LOOM_OK, ok = 0, the reason in err
+  EXPECT_EQ(ok, 0);
+  EXPECT_STREQ(text, "more than 6");
+  loom_request_view r{};
+  r.struct_size = sizeof(r);
+  r.num_tokens = 8;
+  int32_t n = -1;
+  ASSERT_NE(vt.match_prefix, nullptr);
+  EXPECT_EQ(vt.match_prefix(self, &r, &n, &err), LOOM_OK);
+  EXPECT_EQ(n, 4);
+  EXPECT_EQ(vt.match_prefix(self, nullptr, &n, &err), LOOM_ERR_INVALID_ARGUMENT);  // by reference: NULL refused
+  EXPECT_STREQ(text, "request view is NULL");
+  EXPECT_EQ(vt.can_allocate(self, &r, 3, &ok, &err), LOOM_OK);
+  EXPECT_EQ(ok, 0);
+  EXPECT_STREQ(text, "refused without a reason");  // a bool no
+  EXPECT_EQ(vt.allocate(self, &r, 2, &n, &err), LOOM_OK);
+  EXPECT_EQ(vt.append(self, &r, 1, &err), LOOM_OK);
+  EXPECT_EQ(vt.free(self, 1, &err), LOOM_OK);
+  EXPECT_EQ(static_cast<ValueCache*>(self)->mutations, 3);  // allocate, append, free
+  loom_block_list list{};
+  EXPECT_EQ(vt.block_table(self, 1, &list, &err), LOOM_OK);
+  ASSERT_EQ(list.count, 1);
+  EXPECT_EQ(list.ids[0], 3);
+  EXPECT_EQ(vt.commit, nullptr);
+  EXPECT_EQ(vt.fork, nullptr);
+  d.destroy(self);
+}
+
+// A quantization class with typed handles: prepare_weight returns a unique_ptr, linear gets the
+// weight by reference, release deletes it; supports answers with a Verdict.
+struct Scale {
+  float factor;
+};
+class ScaleQuant {
+ public:
+  using WeightType = Scale;
+  ScaleQuant(const loom::sdk::Host&, std::string_view) {}
+  loom::sdk::Verdict supports(loom_dtype t) const {
+    return t == LOOM_DTYPE_F32 ? loom::sdk::Verdict::yes() : loom::sdk::Verdict::no("f32 only");
+  }
+  std::unique_ptr<Scale> prepare_weight(const loom_tensor_view* w, const loom_weight_info* info) const {
+    return std::make_unique<Scale>(Scale{*static_cast<const float*>(w->data) * (info != nullptr ? 10.0f : 1.0f)});
+  }
+  void linear(const Scale& s, const loom_tensor_view* x, loom_tensor_view* y) {
+    *static_cast<float*>(y->data) = s.factor * *static_cast<const float*>(x->data);
+  }
+};
+
+TEST(SdkPlugin, TypedQuantizationHandles) {
+  const auto& vt = loom::sdk::VtableFor<loom_quantization_vtable, ScaleQuant>::kTable;
+  ScaleQuant q(loom::sdk::Host(nullptr), "{}");
+  char text[64] = "";
+  loom_error_buf err{text, sizeof(text)};
+  int32_t ok = -1;
+  EXPECT_EQ(vt.supports(&q, LOOM_DTYPE_Q8_0, &ok, &err), LOOM_OK);
+  EXPECT_EQ(ok, 0);
+  EXPECT_STREQ(text, "f32 only");
+  float w = 3, x = 2, y = 0;
+  loom_tensor_view wv{}, xv{}, yv{};
+  wv.data = &w;
+  xv.data = &x;
+  yv.data = &y;
+  void* h = nullptr;
+  ASSERT_EQ(vt.prepare_weight(&q, &wv, &h, &err), LOOM_OK);
+  EXPECT_EQ(vt.linear(&q, h, &xv, &yv, &err), LOOM_OK);
+  EXPECT_EQ(y, 6.0f);
+  vt.release_weight(&q, h);
+  loom_weight_info info{};
+  ASSERT_EQ(vt.prepare_weight_info(&q, &wv, &info, &h, &err), LOOM_OK);
+  EXPECT_EQ(vt.linear(&q, h, &xv, &yv, &err), LOOM_OK);
+  EXPECT_EQ(y, 60.0f);
+  vt.release_weight(&q, h);
+  EXPECT_EQ(vt.linear(&q, nullptr, &xv, &yv, &err), LOOM_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(vt.linear_group, nullptr);
+}
+
+// covers/present: the one struct_size check.
+TEST(SdkCovers, ReadsOnlyWhatStructSizeCovers) {
+  loom_attention_vtable vt{};
+  vt.forward_rope_k = reinterpret_cast<decltype(vt.forward_rope_k)>(&g_live);
+  vt.struct_size = offsetof(loom_attention_vtable, forward_rope_k);  // a 1.0 vtable
+  EXPECT_TRUE(loom::sdk::covers(vt, &loom_attention_vtable::forward));
+  EXPECT_FALSE(loom::sdk::present(vt, &loom_attention_vtable::forward_rope_k));
+  vt.struct_size = sizeof(vt);
+  EXPECT_TRUE(loom::sdk::present(vt, &loom_attention_vtable::forward_rope_k));
+  vt.forward_rope_k = nullptr;
+  EXPECT_FALSE(loom::sdk::present(vt, &loom_attention_vtable::forward_rope_k));
 }
 
 }  // namespace

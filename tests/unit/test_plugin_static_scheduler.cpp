@@ -70,7 +70,7 @@ TEST_F(Static, ConfigErrors) {
     FAIL();
   } catch (const Error& e) {
     const std::string m = e.what();
-    EXPECT_NE(m.find("max_num_seqs must be"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"max_num_seqs\" must be"), std::string::npos) << m;
     EXPECT_NE(m.find("unknown key \"long_prefill_token_threshold\""), std::string::npos) << m;
   }
 }

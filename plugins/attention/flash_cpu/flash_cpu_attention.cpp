@@ -18,7 +18,6 @@
 // (prefill) take one, keeping the item's accumulators small. Tiles are cut relative to the
 // sequence's first token, and a row's result does not depend on its tile-mates (nor on which
 // heads share its item), so batched and alone runs agree bit for bit.
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -29,12 +28,12 @@
 #include "flash_cpu_kernel.hpp"
 #include "loom/attention.h"
 #include "loom/sdk.hpp"
+#include "loom/sdk_config.hpp"
 #include "loom/sdk_kv_quant.hpp"
 #include "loom/sdk_rope.hpp"
 
 namespace {
 
-using loom::sdk::ConfigError;
 using loom::sdk::Error;
 namespace fc = loom::flash_cpu;
 
@@ -48,38 +47,6 @@ constexpr int64_t kItemsPerThread = 8;
 struct Options {
   bool simd = true;  // "simd": "auto" (default) or "portable" (forces the portable kernel)
 };
-
-Options parse_config(std::string_view config_json) {
-  const std::string text(config_json);
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(std::string("attention flash_cpu: config is not valid JSON: ") + e.what());
-    }
-  }
-  if (!j.is_object()) throw ConfigError("attention flash_cpu: config must be a JSON object");
-  Options o;
-  std::string problems;
-  auto add = [&](const std::string& p) { problems += (problems.empty() ? "" : "; ") + ("attention flash_cpu: " + p); };
-  for (const auto& item : j.items()) {
-    if (item.key() == "simd") {
-      const auto& v = item.value();
-      if (v.is_string() && v.get<std::string>() == "auto") {
-        o.simd = true;
-      } else if (v.is_string() && v.get<std::string>() == "portable") {
-        o.simd = false;
-      } else {
-        add("\"simd\" must be \"auto\" or \"portable\", got " + v.dump());
-      }
-    } else {
-      add("unknown key \"" + item.key() + "\" (valid keys: simd)");
-    }
-  }
-  if (!problems.empty()) throw ConfigError(problems);
-  return o;
-}
 
 std::string dtype_name(loom_dtype t) {
   switch (t) {
@@ -118,9 +85,15 @@ void expect_view(const loom_tensor_view* t, const char* name, std::initializer_l
 
 class FlashCpuAttention {
  public:
-  FlashCpuAttention(const loom::sdk::Host& host, const loom_attention_create_args& args, std::string_view config)
+  static const loom::sdk::ConfigSpec<Options>& config_spec() {
+    static const auto spec = loom::sdk::ConfigSpec<Options>("attention flash_cpu")
+                                 .choice("simd", &Options::simd, {{"auto", true}, {"portable", false}},
+                                         "\"auto\": the fastest kernel this CPU runs; \"portable\": the plain C++ one");
+    return spec;
+  }
+
+  FlashCpuAttention(const loom::sdk::Host& host, const loom_attention_create_args& args, const Options& opt)
       : host_(host), args_(args) {
-    const Options opt = parse_config(config);
     if (args.n_heads <= 0 || args.n_kv_heads <= 0 || args.n_heads % args.n_kv_heads != 0)
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "attention flash_cpu: n_heads " + std::to_string(args.n_heads) +
                                                  " is not a positive multiple of n_kv_heads " +
@@ -141,14 +114,6 @@ class FlashCpuAttention {
     kernel_ = fc::select_tile_kernel(opt.simd, &kernel_name);
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
     host_.log(LOOM_LOG_DEBUG, "attention flash_cpu: ", kernel_name, " kernel, ", host_.num_threads(), " threads");
-  }
-
-  static void validate(std::string_view config, std::string& problems) {
-    try {
-      parse_config(config);
-    } catch (const ConfigError& e) {
-      problems = e.what();
-    }
   }
 
   void forward(const loom_attention_batch* b, const loom_tensor_view* q, const loom_tensor_view* k,

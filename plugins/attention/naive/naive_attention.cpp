@@ -5,39 +5,17 @@
 // tiled or fused: clarity over speed. The result of one (token, head) depends only on that
 // token's query and its sequence's cached K/V, never on what else is in the batch, so batched
 // and alone runs agree bit for bit.
-#include <nlohmann/json.hpp>
-
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "loom/attention.h"
 #include "loom/sdk.hpp"
+#include "loom/sdk_config.hpp"
 
 namespace {
 
-using loom::sdk::ConfigError;
 using loom::sdk::Error;
-
-// The plugin has no options; an empty object (or nothing) is the only valid config.
-void parse_config(std::string_view config_json) {
-  const std::string text(config_json);
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(std::string("attention naive: config is not valid JSON: ") + e.what());
-    }
-  }
-  if (!j.is_object()) throw ConfigError("attention naive: config must be a JSON object");
-  std::string problems;
-  for (const auto& item : j.items()) {
-    if (!problems.empty()) problems += "; ";
-    problems += "attention naive: unknown key \"" + item.key() + "\" (this plugin has no options)";
-  }
-  if (!problems.empty()) throw ConfigError(problems);
-}
 
 std::string dtype_label(loom_dtype t) {
   switch (t) {
@@ -75,9 +53,14 @@ void check_view(const loom_tensor_view* t, const char* name, int32_t ndim,
 
 class NaiveAttention {
  public:
-  NaiveAttention(const loom::sdk::Host& host, const loom_attention_create_args& args, std::string_view config)
+  // No options: an empty table (or none) is the only valid config.
+  static const loom::sdk::ConfigSpec<loom::sdk::NoConfig>& config_spec() {
+    static const loom::sdk::ConfigSpec<loom::sdk::NoConfig> spec("attention naive");
+    return spec;
+  }
+
+  NaiveAttention(const loom::sdk::Host& host, const loom_attention_create_args& args, const loom::sdk::NoConfig&)
       : host_(host), args_(args) {
-    parse_config(config);
     if (args.n_heads <= 0 || args.n_kv_heads <= 0 || args.n_heads % args.n_kv_heads != 0)
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "attention naive: n_heads " + std::to_string(args.n_heads) +
                                                  " is not a positive multiple of n_kv_heads " +
@@ -91,14 +74,6 @@ class NaiveAttention {
       throw Error(LOOM_ERR_UNSUPPORTED, "attention naive: runs on the CPU only, not on device type " +
                                             std::to_string(args.device.type));
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
-  }
-
-  static void validate(std::string_view config, std::string& problems) {
-    try {
-      parse_config(config);
-    } catch (const ConfigError& e) {
-      problems = e.what();
-    }
   }
 
   void forward(const loom_attention_batch* b, const loom_tensor_view* q, const loom_tensor_view* k,

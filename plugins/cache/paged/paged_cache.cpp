@@ -20,10 +20,6 @@
 // recently evicted that hash, salt_mismatch when the same tokens are registered under another
 // salt, else no_match; partial_block when the lookup had no full block left it could use (the
 // rest is shorter than a block, or is the last token's block, which is always computed).
-//
-// Written against the C ABI directly (not sdk.hpp) because fits() must give its reason in the
-// error buffer while returning LOOM_OK with *ok = 0.
-#include <boost/dll/alias.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -31,12 +27,11 @@
 #include <string>
 #include <vector>
 
-#include "block_pool.hpp"
+#include "common/block_pool.hpp"
+#include "common/kv_pool_config.hpp"
+#include "common/seq_blocks.hpp"
 #include "loom/cache.h"
-#include "loom/sdk_core.hpp"
-#include "block_cache_abi.hpp"
-#include "kv_pool_config.hpp"
-#include "seq_blocks.hpp"
+#include "loom/sdk.hpp"
 
 namespace loom::paged {
 namespace {
@@ -56,15 +51,11 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
  public:
   static constexpr const char* kLabel = "cache paged";
 
-  PagedCache(const loom_host_api* host, const loom_cache_create_args& args, const kv_pool_config::Config& cfg)
+  PagedCache(const sdk::Host& host, const loom_cache_create_args& args, const kv_pool_config::Config& cfg)
       : host_(host),
         block_size_(cfg.block_size),
         prefix_caching_(cfg.enable_prefix_caching),
-#ifdef NDEBUG
-        check_invariants_(cfg.check_invariants),
-#else
-        check_invariants_(true),
-#endif
+        check_invariants_(kv_pool_config::checks_invariants(cfg)),
         pool_(pool_size(args, cfg)) {
     host_.info(num_blocks(), " blocks x ", block_size_, " tokens, prefix caching ", prefix_caching_ ? "on" : "off",
                check_invariants_ ? ", invariants checked after every change" : "");
@@ -151,7 +142,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     }
   }
 
-  void free_seq(uint64_t request_id) {
+  void free(uint64_t request_id) {
     const auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;
     const std::vector<int32_t>& blocks = it->second.blocks;
@@ -195,6 +186,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   };
 
   static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
+    kv_pool_config::check_kv_dtype(args, kLabel);
     return kv_pool_config::pool_blocks(args, cfg, kLabel);
   }
 
@@ -257,11 +249,8 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   block_cache::PrefixStats stats_;
 };
 
-const loom_plugin_desc kDesc = block_cache::Abi<PagedCache>::descriptor(
-    "paged", "paged KV blocks grown per sequence, with hash-chained prefix caching and LRU eviction");
-
 }  // namespace
 }  // namespace loom::paged
 
-const loom_plugin_desc* loom_cache_paged_entry() { return &loom::paged::kDesc; }
-BOOST_DLL_ALIAS(loom_cache_paged_entry, loom_plugin_entry_v1)
+LOOM_CACHE_PLUGIN(loom::paged::PagedCache, "paged", "0.1.0",
+                  "paged KV blocks grown per sequence, with hash-chained prefix caching and LRU eviction");

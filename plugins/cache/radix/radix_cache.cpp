@@ -29,10 +29,6 @@
 // holds those tokens (a walk per other salt, only on a miss), else no_match; partial_block when
 // no full block was left to look up (the rest is shorter than a block, or is the last token's
 // block, which is always computed).
-//
-// Written against the C ABI directly (not sdk.hpp) because fits() must give its reason in the
-// error buffer while returning LOOM_OK with *ok = 0.
-#include <boost/dll/alias.hpp>
 
 #include <algorithm>
 #include <optional>
@@ -40,14 +36,13 @@
 #include <string>
 #include <vector>
 
-#include "block_hash.hpp"
 #include "block_pool.hpp"
+#include "common/block_hash.hpp"
+#include "common/kv_pool_config.hpp"
+#include "common/seq_blocks.hpp"
 #include "loom/cache.h"
-#include "loom/sdk_core.hpp"
-#include "block_cache_abi.hpp"
-#include "kv_pool_config.hpp"
+#include "loom/sdk.hpp"
 #include "radix_tree.hpp"
-#include "seq_blocks.hpp"
 
 namespace loom::radix {
 namespace {
@@ -68,15 +63,11 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
  public:
   static constexpr const char* kLabel = "cache radix";
 
-  RadixCache(const loom_host_api* host, const loom_cache_create_args& args, const kv_pool_config::Config& cfg)
+  RadixCache(const sdk::Host& host, const loom_cache_create_args& args, const kv_pool_config::Config& cfg)
       : host_(host),
         block_size_(cfg.block_size),
         prefix_caching_(cfg.enable_prefix_caching),
-#ifdef NDEBUG
-        check_invariants_(cfg.check_invariants),
-#else
-        check_invariants_(true),
-#endif
+        check_invariants_(kv_pool_config::checks_invariants(cfg)),
         pool_(pool_size(args, cfg)),
         tree_(cfg.block_size),
         evicted_(4 * static_cast<size_t>(pool_.num_blocks())) {
@@ -162,7 +153,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
       host_.debug("request ", req.request_id, ": ", adopted, " computed blocks were cached by another request first; using those");
   }
 
-  void free_seq(uint64_t request_id) {
+  void free(uint64_t request_id) {
     const auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;
     tree_.unlock(it->second.node);
@@ -207,6 +198,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
 
  private:
   static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
+    kv_pool_config::check_kv_dtype(args, kLabel);
     return kv_pool_config::pool_blocks(args, cfg, kLabel);
   }
 
@@ -274,11 +266,8 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
   block_cache::PrefixStats stats_;
 };
 
-const loom_plugin_desc kDesc = block_cache::Abi<RadixCache>::descriptor(
-    "radix", "paged KV blocks with a radix-tree prefix cache (per cache_salt) and LRU leaf eviction");
-
 }  // namespace
 }  // namespace loom::radix
 
-const loom_plugin_desc* loom_cache_radix_entry() { return &loom::radix::kDesc; }
-BOOST_DLL_ALIAS(loom_cache_radix_entry, loom_plugin_entry_v1)
+LOOM_CACHE_PLUGIN(loom::radix::RadixCache, "radix", "0.1.0",
+                  "paged KV blocks with a radix-tree prefix cache (per cache_salt) and LRU leaf eviction");

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <queue>
 
-#include "block_hash.hpp"
+#include "common/block_hash.hpp"
 #include <string>
 #include <tuple>
 #include <unordered_map>

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "block_pool.hpp"
-#include "prefix_misses.hpp"
+#include "common/prefix_misses.hpp"
 
 namespace loom::radix {
 

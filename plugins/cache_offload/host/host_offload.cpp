@@ -7,15 +7,13 @@
 // Config: capacity = "1GiB" (a byte size string or an integer of bytes; default 1 GiB), which
 // holds capacity / bytes_per_block entries. Host memory is taken lazily, one block-sized chunk at
 // a time, and reused after drops and evictions.
-#include <nlohmann/json.hpp>
-
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "host_block_store.hpp"
-#include "kv_pool_config.hpp"
 #include "loom/sdk.hpp"
+#include "loom/sdk_config.hpp"
 
 namespace {
 
@@ -25,58 +23,21 @@ struct HostOffloadConfig {
   int64_t capacity_bytes = int64_t{1} << 30;
 };
 
-// Parses the [cache_offload] table; every problem is collected before one ConfigError.
-HostOffloadConfig parse_config(std::string_view json_text) {
-  nlohmann::json j = nlohmann::json::object();
-  if (!json_text.empty()) {
-    try {
-      j = nlohmann::json::parse(json_text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw loom::sdk::ConfigError(std::string("cache_offload host: config is not valid JSON: ") + e.what());
-    }
-  }
-  if (!j.is_object()) throw loom::sdk::ConfigError("cache_offload host: config must be a JSON object");
-  HostOffloadConfig cfg;
-  std::vector<std::string> problems;
-  for (const auto& [key, value] : j.items()) {
-    if (key == "capacity") {
-      int64_t bytes = -1;
-      if (value.is_number_integer()) bytes = value.get<int64_t>();
-      else if (value.is_string()) bytes = loom::kv_pool_config::parse_byte_size(value.get<std::string>());
-      if (bytes <= 0) {
-        problems.push_back("capacity must be a positive byte count or a size like \"1GiB\" or \"512MB\", got " +
-                           value.dump());
-      } else {
-        cfg.capacity_bytes = bytes;
-      }
-    } else {
-      problems.push_back("unknown key \"" + key + "\" (valid: capacity)");
-    }
-  }
-  if (!problems.empty()) {
-    std::string message;
-    for (const auto& p : problems) message += (message.empty() ? "cache_offload host: " : "; ") + p;
-    throw loom::sdk::ConfigError(message);
-  }
-  return cfg;
-}
-
 class HostOffload {
  public:
-  HostOffload(const loom::sdk::Host& host, const loom_cache_offload_create_args& args, std::string_view config)
+  static const loom::sdk::ConfigSpec<HostOffloadConfig>& config_spec() {
+    static const auto spec = loom::sdk::ConfigSpec<HostOffloadConfig>("cache_offload host")
+                                 .bytes("capacity", &HostOffloadConfig::capacity_bytes,
+                                        "host memory for offloaded KV blocks, e.g. \"1GiB\"");
+    return spec;
+  }
+
+  HostOffload(const loom::sdk::Host& host, const loom_cache_offload_create_args& args, const HostOffloadConfig& cfg)
       : copy_(checked_copy_ops(args.copy)),
-        capacity_bytes_(parse_config(config).capacity_bytes),
+        capacity_bytes_(cfg.capacity_bytes),
         store_(copy_.bytes_per_block, max_entries(capacity_bytes_, copy_.bytes_per_block)) {
     host.info("up to ", store_.max_entries(), " blocks of ", copy_.bytes_per_block, " bytes (",
               capacity_bytes_, " bytes), allocated on use");
-  }
-
-  static void validate(std::string_view config, std::string& problems) {
-    try {
-      (void)parse_config(config);
-    } catch (const loom::sdk::ConfigError& e) {
-      problems = e.what();
-    }
   }
 
   loom_status save(uint64_t key, int32_t block_id) {

@@ -1,13 +1,15 @@
-// Shared by the quantizing plugins (int8, int4, fp8): config reading, the stored-weight and
-// linear-argument checks, widening a stored f32/f16/bf16 row, and the C ABI glue. Header-only:
-// each plugin is its own .so and compiles its own copy.
+// Shared by the quantization plugins (quantization/common): the "simd" key, the CPU-only check,
+// dtype names and refusals, the stored-weight and linear-argument checks, and widening a stored
+// f32/f16/bf16 row. The C ABI comes from sdk.hpp (LOOM_QUANTIZATION_PLUGIN).
 #pragma once
 
 #include <cstdint>
-#include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "loom/quantization.h"
+#include "loom/sdk_config.hpp"
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_half.hpp"
 
@@ -16,37 +18,23 @@ namespace loom_quant {
 using loom::sdk::ConfigError;
 using loom::sdk::Error;
 
-// Reads config_json as an object and calls on_key(key, value, problem) for each item, where
-// problem(text) records one complaint; every complaint is reported together, prefixed by the
-// plugin's name ("quantization int8: ...").
-template <class OnKey>
-void parse_config(const std::string& plugin, const char* config_json, OnKey&& on_key) {
-  const std::string text = config_json == nullptr ? "" : config_json;
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError("quantization " + plugin + ": config is not valid JSON: " + e.what());
-    }
-  }
-  if (!j.is_object()) throw ConfigError("quantization " + plugin + ": config must be a JSON object");
-  std::string problems;
-  auto problem = [&](const std::string& p) {
-    problems += (problems.empty() ? "" : "; ") + ("quantization " + plugin + ": " + p);
-  };
-  for (const auto& item : j.items()) on_key(item.key(), item.value(), problem);
-  if (!problems.empty()) throw ConfigError(problems);
+// The "simd" key every quantization plugin has: "auto" (the fastest kernels this CPU runs) or
+// "portable" (the plain C++ ones), read into a bool (true = auto) with sdk_config's choice().
+inline std::vector<std::pair<std::string, bool>> simd_values() { return {{"auto", true}, {"portable", false}}; }
+constexpr const char* kSimdHelp = "\"auto\": the fastest kernels this CPU runs; \"portable\": the plain C++ ones";
+
+// The config of a plugin whose only key is "simd" (Options has `bool simd = true`).
+template <class Options>
+loom::sdk::ConfigSpec<Options> simd_spec(const std::string& who) {
+  return loom::sdk::ConfigSpec<Options>(who).choice("simd", &Options::simd, simd_values(), kSimdHelp);
 }
 
-// "simd": "auto" (the fastest kernels this CPU runs) or "portable". Returns the value, or
-// `current` after recording a problem.
-template <class Problem>
-bool read_simd(const nlohmann::json& v, bool current, Problem&& problem) {
-  if (v == "auto") return true;
-  if (v == "portable") return false;
-  problem("\"simd\" must be \"auto\" or \"portable\", got " + v.dump());
-  return current;
+// These plugins run on the CPU only: refuses any other device named in the create args.
+inline void require_cpu(const loom_quantization_create_args& args, const char* plugin) {
+  if (args.device.type != LOOM_DEVICE_CPU)
+    throw Error(LOOM_ERR_UNSUPPORTED, std::string("quantization ") + plugin +
+                                          ": runs on the CPU only, not on device type " +
+                                          std::to_string(args.device.type));
 }
 
 inline std::string dtype_label(loom_dtype t) {
@@ -145,92 +133,12 @@ inline LinearArgs check_linear(const std::string& plugin, int64_t in, int64_t ou
                     y->strides[0]};
 }
 
-// The C ABI of a quantization plugin over a C++ class P, which provides:
-//   static constexpr const char* kName;  static Options parse(const char* config);
-//   P(const loom_host_api*, const Options&)  (CPU only: the glue refuses other devices)
-//   prepare(const loom_tensor_view*) -> a new handle;  and either
-//     void linear(void* handle, x, y) + static void release(void* handle), or
-//     using WeightType = W; void linear(const W&, x, y)  (handles are W*, deleted on release).
-// supports() answers from is_float_dtype (the reason in err while returning LOOM_OK) unless P
-// has its own void supports(loom_dtype, int32_t* ok, loom_error_buf* err) const.
-template <class P>
-struct PluginAbi {
-  static P& self_of(void* self) { return *static_cast<P*>(self); }
-
-  static loom_status supports([[maybe_unused]] void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] {
-      if constexpr (requires(const P& p) { p.supports(dtype, ok, err); }) {
-        self_of(self).supports(dtype, ok, err);
-      } else {
-        *ok = is_float_dtype(dtype) ? 1 : 0;
-        if (*ok == 0) loom::sdk::write_error(err, refusal(P::kName, dtype));
-      }
-    });
-  }
-  static loom_status prepare_weight(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] { *handle = self_of(self).prepare(weight); });
-  }
-  // P may take the weight's name, role and companion tensors: prepare(weight, info).
-  static loom_status prepare_weight_info(void* self, const loom_tensor_view* weight, const loom_weight_info* info,
-                                         void** handle, loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] {
-      if constexpr (requires(P& p) { p.prepare(weight, info); })
-        *handle = self_of(self).prepare(weight, info);
-      else
-        *handle = self_of(self).prepare(weight);
-    });
-  }
-  static loom_status linear(void* self, void* handle, const loom_tensor_view* x, loom_tensor_view* y,
-                            loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] {
-      if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
-      if constexpr (requires { typename P::WeightType; })
-        self_of(self).linear(*static_cast<const typename P::WeightType*>(handle), x, y);
-      else
-        self_of(self).linear(handle, x, y);
-    });
-  }
-  // Quantization interface 1.2, where P has void linear_group(void* const* handles, int32_t count,
-  // x, y): several linears on one x.
-  static constexpr bool kGroups =
-      requires(P& p, void* const* h, const loom_tensor_view* x, loom_tensor_view* y) { p.linear_group(h, 1, x, y); };
-  static loom_status linear_group(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
-                                  loom_tensor_view* y, loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] {
-      if constexpr (kGroups) self_of(self).linear_group(handles, count, x, y);
-    });
-  }
-  static void release_weight(void*, void* handle) {
-    if constexpr (requires { typename P::WeightType; })
-      delete static_cast<typename P::WeightType*>(handle);
-    else
-      P::release(handle);
-  }
-
-  static constexpr loom_quantization_vtable kVtable = {sizeof(loom_quantization_vtable), &supports, &prepare_weight,
-                                                       &linear, &release_weight, &prepare_weight_info,
-                                                       kGroups ? &linear_group : nullptr};
-
-  static loom_status validate(const char* config_json, loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] { P::parse(config_json); });
-  }
-  static loom_status create(const loom_host_api* host, const void* create_args, const char* config_json, void** self,
-                            const void** vtable, loom_error_buf* err) {
-    return loom::sdk::detail::guarded(err, [&] {
-      const auto opt = P::parse(config_json);
-      const auto* args = static_cast<const loom_quantization_create_args*>(create_args);
-      if (args == nullptr || args->struct_size < sizeof(loom_quantization_create_args))
-        throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                    std::string("quantization ") + P::kName + ": missing or too old create args");
-      if (args->device.type != LOOM_DEVICE_CPU)
-        throw Error(LOOM_ERR_UNSUPPORTED, std::string("quantization ") + P::kName +
-                                              ": runs on the CPU only, not on device type " +
-                                              std::to_string(args->device.type));
-      *self = new P(host, opt);
-      *vtable = &kVtable;
-    });
-  }
-  static void destroy(void* self) { delete static_cast<P*>(self); }
-};
+// Whether weights of `t` can be read: float storage always (quantized at load), and
+// `stored` when given (LOOM_DTYPE_INVALID: none), the pre-quantized form `how` describes.
+inline loom::sdk::Verdict float_or(const std::string& plugin, loom_dtype t, loom_dtype stored = LOOM_DTYPE_INVALID,
+                                   const std::string& how = "") {
+  if (is_float_dtype(t) || (stored != LOOM_DTYPE_INVALID && t == stored)) return loom::sdk::Verdict::yes();
+  return loom::sdk::Verdict::no(refusal(plugin, t) + how);
+}
 
 }  // namespace loom_quant

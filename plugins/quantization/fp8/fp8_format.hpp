@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../common/dequant_gemm.hpp"
+#include "common/dequant_gemm.hpp"
 
 namespace loom_fp8 {
 

@@ -6,16 +6,16 @@
 // the E4M3 codes, with its companion N.scale F32 [out] (looked up through
 // loom_weight_info::find_tensor), is the codes and scales this plugin computes at load from the
 // float weights, bit for bit, so serving the converted file gives the float file's logits.
-#include <boost/dll/alias.hpp>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "../common/dequant_gemm.hpp"
-#include "../common/prequantized.hpp"
-#include "../common/quant_plugin.hpp"
+#include "common/dequant_gemm.hpp"
+#include "common/prequantized.hpp"
+#include "common/quant_plugin.hpp"
 #include "fp8_format.hpp"
+#include "loom/sdk.hpp"
 
 namespace loom_fp8 {
 namespace {
@@ -27,29 +27,23 @@ class Fp8Quantization {
     bool simd = true;
   };
 
-  static Options parse(const char* config_json) {
-    Options o;
-    loom_quant::parse_config(kName, config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
-      if (key == "simd") {
-        o.simd = loom_quant::read_simd(v, o.simd, problem);
-      } else {
-        problem("unknown key \"" + key + "\" (valid keys: simd)");
-      }
-    });
-    return o;
+  static const loom::sdk::ConfigSpec<Options>& config_spec() {
+    static const auto spec = loom_quant::simd_spec<Options>("quantization fp8");
+    return spec;
   }
 
-  Fp8Quantization(const loom_host_api* host, const Options& opt) : host_(host), kernels_(select_kernels(opt.simd)) {
+  Fp8Quantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
+      : host_(host), kernels_(select_kernels(opt.simd)) {
+    loom_quant::require_cpu(args, kName);
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
-  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
-    *ok = loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I8 ? 1 : 0;
-    if (*ok == 0)
-      loom::sdk::write_error(err, loom_quant::refusal(kName, dtype) + "; i8 E4M3 codes are, as written by loom-convert --quantize fp8");
+  loom::sdk::Verdict supports(loom_dtype dtype) const {
+    return loom_quant::float_or(kName, dtype, LOOM_DTYPE_I8, "; i8 E4M3 codes are, as written by loom-convert --quantize fp8");
   }
 
-  void* prepare(const loom_tensor_view* view, const loom_weight_info* info) const {
+  // info may be NULL (a host without weight info): then I8 codes have no scales to find.
+  void* prepare_weight(const loom_tensor_view* view, const loom_weight_info* info) const {
     if (view != nullptr && view->dtype == LOOM_DTYPE_I8) return prepare_prequantized(view, info);
     return prepare(view);
   }
@@ -79,7 +73,7 @@ class Fp8Quantization {
     loom_quant::dequant_linear(host_, kernels_, w, w.in, w.out, a, tiles_);
   }
 
-  static void release(void* handle) { delete static_cast<Fp8Weight*>(handle); }
+  static void release_weight(void* handle) { delete static_cast<Fp8Weight*>(handle); }
 
  private:
   // I8 [out, in] E4M3 codes + N.scale F32 [out], as loom-convert --quantize fp8 writes them.
@@ -105,24 +99,9 @@ class Fp8Quantization {
   std::vector<std::vector<float>> tiles_;  // per thread: one dequantized tile
 };
 
-using Abi = loom_quant::PluginAbi<Fp8Quantization>;
-
-const loom_plugin_desc kDesc = {
-    sizeof(loom_plugin_desc),
-    LOOM_ABI_VERSION,
-    LOOM_KIND_QUANTIZATION,
-    LOOM_QUANTIZATION_IFACE_MAJOR,
-    LOOM_QUANTIZATION_IFACE_MINOR,
-    "fp8",
-    "0.1.0",
-    "FP8 E4M3 weights with per-output-channel scales, quantized at load or read pre-quantized (loom-convert); converted in registers (AVX2)",
-    nullptr,
-    &Abi::validate,
-    &Abi::create,
-    &Abi::destroy};
-
 }  // namespace
 }  // namespace loom_fp8
 
-const loom_plugin_desc* loom_quantization_fp8_entry() { return &loom_fp8::kDesc; }
-BOOST_DLL_ALIAS(loom_quantization_fp8_entry, loom_plugin_entry_v1)
+LOOM_QUANTIZATION_PLUGIN(loom_fp8::Fp8Quantization, "fp8", "0.1.0",
+                         "FP8 E4M3 weights with per-output-channel scales, quantized at load or read pre-quantized "
+                         "(loom-convert); converted in registers (AVX2)");

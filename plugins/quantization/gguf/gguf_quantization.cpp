@@ -18,9 +18,6 @@
 // none for unquantized models.
 // Written against the C ABI directly (not sdk.hpp) so supports() can give its reason while
 // returning LOOM_OK with *ok = 0. linear is not reentrant (one scratch per plugin instance).
-#include <boost/dll/alias.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -28,10 +25,10 @@
 
 #include "gguf_kernels.hpp"
 #include "gguf_plain.hpp"
-#include "../common/quant_plugin.hpp"
-#include "../common/weight_pages.hpp"
+#include "common/quant_plugin.hpp"
+#include "common/weight_pages.hpp"
 #include "loom/quantization.h"
-#include "loom/sdk_core.hpp"
+#include "loom/sdk.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 namespace {
@@ -46,17 +43,6 @@ constexpr int64_t kTile = 32;
 struct Options {
   bool simd = true;  // "simd": "auto" (default) or "portable"
 };
-
-Options parse_config(const char* config_json) {
-  Options o;
-  loom_quant::parse_config("gguf", config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
-    if (key == "simd")
-      o.simd = loom_quant::read_simd(v, o.simd, problem);
-    else
-      problem("unknown key \"" + key + "\" (valid keys: simd)");
-  });
-  return o;
-}
 
 bool is_block_format(loom_dtype t) {
   return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K;
@@ -82,10 +68,14 @@ class GgufQuantization {
  public:
   static constexpr const char* kName = "gguf";
   using WeightType = Weight;
-  static Options parse(const char* config_json) { return parse_config(config_json); }
+  static const loom::sdk::ConfigSpec<Options>& config_spec() {
+    static const auto spec = loom_quant::simd_spec<Options>("quantization gguf");
+    return spec;
+  }
 
-  GgufQuantization(const loom_host_api* host, const Options& opt)
+  GgufQuantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
       : host_(host), kernels_(loom_gguf::select_kernels(opt.simd)) {
+    loom_quant::require_cpu(args, kName);
 #ifdef LOOM_GGUF_HAVE_AVX2
     if (kernels_.name == std::string("avx2")) {
       // Same layout and bits either way; VNNI forms each block's sums in fewer instructions.
@@ -96,12 +86,12 @@ class GgufQuantization {
 #endif
   }
 
-  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
-    *ok = is_block_format(dtype) || is_plain(dtype) ? 1 : 0;
-    if (*ok == 0) loom::sdk::write_error(err, unsupported_message(dtype));
+  loom::sdk::Verdict supports(loom_dtype dtype) const {
+    if (is_block_format(dtype) || is_plain(dtype)) return loom::sdk::Verdict::yes();
+    return loom::sdk::Verdict::no(unsupported_message(dtype));
   }
 
-  Weight* prepare(const loom_tensor_view* w) const {
+  Weight* prepare_weight(const loom_tensor_view* w, const loom_weight_info*) const {
     if (w == nullptr || w->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight is null");
     if (!is_block_format(w->dtype) && !is_plain(w->dtype)) throw Error(LOOM_ERR_UNSUPPORTED, unsupported_message(w->dtype));
     if (w->ndim != 2 || w->shape[0] <= 0 || w->shape[1] <= 0 || w->strides[1] != 1 || w->strides[0] < w->shape[1])
@@ -281,18 +271,8 @@ class GgufQuantization {
   std::vector<Target> group_;  // the linears of the current call, reused
 };
 
-// ---- C ABI ----------------------------------------------------------------------------------
-
-using Abi = loom_quant::PluginAbi<GgufQuantization>;
-
-const loom_plugin_desc kDesc = {
-    sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
-    LOOM_QUANTIZATION_IFACE_MINOR, "gguf", "0.1.0",
-    "GGUF block formats Q8_0/Q4_0/Q4_K/Q6_K read in place; integer dot products on quantized activations "
-    "(AVX2 when available)",
-    nullptr, &Abi::validate, &Abi::create, &Abi::destroy};
-
 }  // namespace
 
-const loom_plugin_desc* loom_quantization_gguf_entry() { return &kDesc; }
-BOOST_DLL_ALIAS(loom_quantization_gguf_entry, loom_plugin_entry_v1)
+LOOM_QUANTIZATION_PLUGIN(GgufQuantization, "gguf", "0.1.0",
+                         "GGUF block formats Q8_0/Q4_0/Q4_K/Q6_K read in place; integer dot products on quantized "
+                         "activations (AVX2 when available)");

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <new>
 
-#include "../common/weight_pages.hpp"
+#include "common/weight_pages.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 namespace loom_gguf {

@@ -35,7 +35,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../common/dequant_gemm.hpp"
+#include "common/dequant_gemm.hpp"
 
 namespace loom_int4 {
 

@@ -13,7 +13,7 @@
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
 
-#include "../common/dequant_gemm_avx2.hpp"
+#include "common/dequant_gemm_avx2.hpp"
 
 namespace loom_int4 {
 namespace {

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <string>
 
-#include "../common/quant_plugin.hpp"
+#include "common/quant_plugin.hpp"
 
 namespace loom_int4 {
 namespace {

@@ -12,15 +12,15 @@
 // per-group scale/zero-point search of int4_format.hpp at load; false: plain min/max scales),
 // quantize_output (false, the default; true: the output head in INT4 too, 4 bits like the rest),
 // simd ("auto"/"portable"). A pre-quantized weight is used as stored, whatever these say.
-#include <boost/dll/alias.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "../common/dequant_gemm.hpp"
-#include "../common/quant_plugin.hpp"
+#include "common/dequant_gemm.hpp"
+#include "common/quant_plugin.hpp"
 #include "int4_format.hpp"
 #include "int4_prequantized.hpp"
+#include "loom/sdk.hpp"
 
 namespace loom_int4 {
 namespace {
@@ -42,57 +42,41 @@ class Int4Quantization {
   static constexpr const char* kName = "int4";
   struct Options {
     bool simd = true;
-    RowQuant rows;
+    int64_t group_size = RowQuant{}.group;
+    bool zero_point = RowQuant{}.zero_point;
+    bool scale_search = RowQuant{}.scale_search;
     bool quantize_output = false;
   };
 
-  static Options parse(const char* config_json) {
-    Options o;
-    auto read_bool = [](const nlohmann::json& v, const char* key, bool& dst, auto&& problem) {
-      if (v.is_boolean())
-        dst = v.get<bool>();
-      else
-        problem(std::string("\"") + key + "\" must be true or false, got " + v.dump());
-    };
-    loom_quant::parse_config(kName, config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
-      if (key == "simd") {
-        o.simd = loom_quant::read_simd(v, o.simd, problem);
-      } else if (key == "group_size") {
-        if (v.is_number_integer() && valid_group(v.get<int64_t>()))
-          o.rows.group = v.get<int64_t>();
-        else
-          problem("\"group_size\" must be 32, 64 or 128, got " + v.dump());
-      } else if (key == "zero_point") {
-        read_bool(v, "zero_point", o.rows.zero_point, problem);
-      } else if (key == "scale_search") {
-        read_bool(v, "scale_search", o.rows.scale_search, problem);
-      } else if (key == "quantize_output") {
-        read_bool(v, "quantize_output", o.quantize_output, problem);
-      } else {
-        problem("unknown key \"" + key +
-                "\" (valid keys: group_size, zero_point, scale_search, quantize_output, simd)");
-      }
-    });
-    return o;
+  static const loom::sdk::ConfigSpec<Options>& config_spec() {
+    static const auto spec =
+        loom::sdk::ConfigSpec<Options>("quantization int4")
+            .integer_choice("group_size", &Options::group_size, {int64_t{32}, int64_t{64}, int64_t{128}},
+                            "weights per scale (and zero point)")
+            .boolean("zero_point", &Options::zero_point, "asymmetric groups with zero points (AWQ/GPTQ); false: symmetric")
+            .boolean("scale_search", &Options::scale_search, "search each group's scale at load; false: min/max")
+            .boolean("quantize_output", &Options::quantize_output, "the output head in INT4 too (default: kept in float)")
+            .choice("simd", &Options::simd, loom_quant::simd_values(), loom_quant::kSimdHelp);
+    return spec;
   }
 
-  Int4Quantization(const loom_host_api* host, const Options& opt)
-      : host_(host), opt_(opt), kernels_(select_kernels(opt.simd)) {
+  Int4Quantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
+      : host_(host), opt_(opt), rows_{opt.group_size, opt.zero_point, opt.scale_search},
+        kernels_(select_kernels(opt.simd)) {
+    loom_quant::require_cpu(args, kName);
     float_kernels_ = {nullptr, dequant_stored, kernels_.tile_f32, kernels_.name};
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
-  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
-    *ok = loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I32 ? 1 : 0;
-    if (*ok == 0)
-      loom::sdk::write_error(err, "quantization int4: weights of dtype " + loom_quant::dtype_label(dtype) +
-                                      " are not supported (f32, f16 and bf16 are, quantized at load, and i32 "
-                                      "words written by loom-convert --quantize int4)");
+  loom::sdk::Verdict supports(loom_dtype dtype) const {
+    if (loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I32) return loom::sdk::Verdict::yes();
+    return loom::sdk::Verdict::no("quantization int4: weights of dtype " + loom_quant::dtype_label(dtype) +
+                                  " are not supported (f32, f16 and bf16 are, quantized at load, and i32 "
+                                  "words written by loom-convert --quantize int4)");
   }
 
-  void* prepare(const loom_tensor_view* view) const { return prepare(view, nullptr); }
-
-  void* prepare(const loom_tensor_view* view, const loom_weight_info* info) const {
+  // info may be NULL (a host without weight info): then no weight is known to be the output head.
+  void* prepare_weight(const loom_tensor_view* view, const loom_weight_info* info) const {
     auto p = std::make_unique<Prepared>();
     if (view != nullptr && view->dtype == LOOM_DTYPE_I32) {
       p->int4 = read_prequantized(view, info);
@@ -104,13 +88,13 @@ class Int4Quantization {
       p->stored = src;
       return p.release();
     }
-    p->int4 = make_weight(src.out, src.in, opt_.rows.group);
+    p->int4 = make_weight(src.out, src.in, rows_.group);
     Int4Weight& dst = p->int4;
     host_.parallel_for(src.out, [&](int64_t begin, int64_t end) {
       std::vector<float> row(static_cast<size_t>(src.in));
       for (int64_t o = begin; o < end; ++o) {
         loom_quant::read_row(src, o, row.data());
-        quantize_row(row.data(), opt_.rows, dst, o);
+        quantize_row(row.data(), rows_, dst, o);
       }
     });
     return p.release();
@@ -128,35 +112,20 @@ class Int4Quantization {
     loom_quant::dequant_linear(host_, kernels_, w, w.in, w.out, a, tiles_);
   }
 
-  static void release(void* handle) { delete static_cast<Prepared*>(handle); }
+  static void release_weight(void* handle) { delete static_cast<Prepared*>(handle); }
 
  private:
   loom::sdk::Host host_;
   Options opt_;
+  RowQuant rows_;
   loom_quant::DequantKernels<Int4Weight> kernels_;
   loom_quant::DequantKernels<loom_quant::StoredWeight> float_kernels_{};
   std::vector<std::vector<float>> tiles_;  // per thread: one dequantized tile
 };
 
-using Abi = loom_quant::PluginAbi<Int4Quantization>;
-
-const loom_plugin_desc kDesc = {
-    sizeof(loom_plugin_desc),
-    LOOM_ABI_VERSION,
-    LOOM_KIND_QUANTIZATION,
-    LOOM_QUANTIZATION_IFACE_MAJOR,
-    LOOM_QUANTIZATION_IFACE_MINOR,
-    "int4",
-    "0.2.0",
-    "group-wise INT4 weights (group 32/64/128, optional zero points, GPTQ nibble order), quantized at load "
-    "with a scale search or read pre-quantized; the output head kept in float",
-    nullptr,
-    &Abi::validate,
-    &Abi::create,
-    &Abi::destroy};
-
 }  // namespace
 }  // namespace loom_int4
 
-const loom_plugin_desc* loom_quantization_int4_entry() { return &loom_int4::kDesc; }
-BOOST_DLL_ALIAS(loom_quantization_int4_entry, loom_plugin_entry_v1)
+LOOM_QUANTIZATION_PLUGIN(loom_int4::Int4Quantization, "int4", "0.2.0",
+                         "group-wise INT4 weights (group 32/64/128, optional zero points, GPTQ nibble order), "
+                         "quantized at load with a scale search or read pre-quantized; the output head kept in float");

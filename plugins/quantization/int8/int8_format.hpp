@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "../common/dequant_gemm.hpp"
+#include "common/dequant_gemm.hpp"
 
 namespace loom_int8 {
 

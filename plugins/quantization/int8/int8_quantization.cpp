@@ -15,17 +15,17 @@
 // into the stored weights (W diag(s) quantized); linear() then divides x by s in either mode,
 // which is what calibrate() does in w8a8 with the same s.
 #include <algorithm>
-#include <boost/dll/alias.hpp>
 #include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "../common/dequant_gemm.hpp"
-#include "../common/prequantized.hpp"
-#include "../common/quant_plugin.hpp"
+#include "common/dequant_gemm.hpp"
+#include "common/prequantized.hpp"
+#include "common/quant_plugin.hpp"
 #include "int8_calibrate.h"
 #include "int8_format.hpp"
+#include "loom/sdk.hpp"
 
 namespace loom_int8 {
 namespace {
@@ -42,52 +42,36 @@ class Int8Quantization {
     float alpha = 0.5f;
   };
 
-  static Options parse(const char* config_json) {
-    Options o;
-    bool alpha_given = false;
-    loom_quant::parse_config(kName, config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
-      if (key == "simd") {
-        o.simd = loom_quant::read_simd(v, o.simd, problem);
-      } else if (key == "mode") {
-        if (v == "w8a16") {
-          o.w8a8 = false;
-        } else if (v == "w8a8") {
-          o.w8a8 = true;
-        } else {
-          problem("\"mode\" must be \"w8a16\" or \"w8a8\", got " + v.dump());
-        }
-      } else if (key == "smoothquant_alpha") {
-        alpha_given = true;
-        if (!v.is_number() || v.get<double>() < 0 || v.get<double>() > 1) {
-          problem("\"smoothquant_alpha\" must be a number in [0, 1], got " + v.dump());
-        } else {
-          o.alpha = v.get<float>();
-        }
-      } else {
-        problem("unknown key \"" + key + "\" (valid keys: mode, smoothquant_alpha, simd)");
-      }
-    });
-    if (alpha_given && !o.w8a8)
-      throw loom_quant::ConfigError(
-          "quantization int8: \"smoothquant_alpha\" applies to \"mode\": \"w8a8\" only (weight-only w8a16 keeps "
-          "activations in f32)");
-    return o;
+  static const loom::sdk::ConfigSpec<Options>& config_spec() {
+    using Spec = loom::sdk::ConfigSpec<Options>;
+    static const auto spec =
+        Spec("quantization int8")
+            .choice("mode", &Options::w8a8, {{"w8a16", false}, {"w8a8", true}},
+                    "\"w8a16\": weight-only, activations stay f32; \"w8a8\": activations quantized per row too")
+            .number("smoothquant_alpha", &Options::alpha, "SmoothQuant strength (w8a8 only)", 0.0, 1.0)
+            .choice("simd", &Options::simd, loom_quant::simd_values(), loom_quant::kSimdHelp)
+            .rule([](const Options& o, const Spec::Given& given, std::vector<std::string>& problems) {
+              if (given.count("smoothquant_alpha") != 0 && !o.w8a8)
+                problems.push_back("\"smoothquant_alpha\" applies to \"mode\": \"w8a8\" only (weight-only w8a16 "
+                                   "keeps activations in f32)");
+            });
+    return spec;
   }
 
-  Int8Quantization(const loom_host_api* host, const Options& opt)
+  Int8Quantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
       : host_(host), opt_(opt), kernels_(select_kernels(opt.simd)) {
+    loom_quant::require_cpu(args, kName);
     const auto threads = static_cast<size_t>(host_.num_threads());
     tiles_.resize(threads);
     dots_.resize(threads);
   }
 
-  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
-    *ok = loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I8 ? 1 : 0;
-    if (*ok == 0)
-      loom::sdk::write_error(err, loom_quant::refusal(kName, dtype) + "; i8 is, as written by loom-convert --quantize int8");
+  loom::sdk::Verdict supports(loom_dtype dtype) const {
+    return loom_quant::float_or(kName, dtype, LOOM_DTYPE_I8, "; i8 is, as written by loom-convert --quantize int8");
   }
 
-  void* prepare(const loom_tensor_view* view, const loom_weight_info* info) const {
+  // info may be NULL (a host without weight info): then I8 weights have no scales to find.
+  void* prepare_weight(const loom_tensor_view* view, const loom_weight_info* info) const {
     if (view != nullptr && view->dtype == LOOM_DTYPE_I8) return prepare_prequantized(view, info);
     return prepare(view);
   }
@@ -125,7 +109,7 @@ class Int8Quantization {
     linear_w8a8(w, a);
   }
 
-  static void release(void* handle) { delete static_cast<Int8Weight*>(handle); }
+  static void release_weight(void* handle) { delete static_cast<Int8Weight*>(handle); }
 
   void calibrate(Int8Weight& w, const float* act_absmax, int64_t in) const {
     if (!opt_.w8a8) throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization int8: calibration needs \"mode\": \"w8a8\"");
@@ -242,24 +226,12 @@ class Int8Quantization {
   std::vector<float> xs_;                   // [n, in] smoothed activations (w8a16 with N.smooth)
 };
 
-using Abi = loom_quant::PluginAbi<Int8Quantization>;
-
-const loom_plugin_desc kDesc = {
-    sizeof(loom_plugin_desc),
-    LOOM_ABI_VERSION,
-    LOOM_KIND_QUANTIZATION,
-    LOOM_QUANTIZATION_IFACE_MAJOR,
-    LOOM_QUANTIZATION_IFACE_MINOR,
-    "int8",
-    "0.1.0",
-    "INT8 weights with per-output-channel scales, quantized at load or read pre-quantized (loom-convert); w8a16 (default) or w8a8 with SmoothQuant",
-    nullptr,
-    &Abi::validate,
-    &Abi::create,
-    &Abi::destroy};
-
 }  // namespace
 }  // namespace loom_int8
+
+LOOM_QUANTIZATION_PLUGIN(loom_int8::Int8Quantization, "int8", "0.1.0",
+                         "INT8 weights with per-output-channel scales, quantized at load or read pre-quantized "
+                         "(loom-convert); w8a16 (default) or w8a8 with SmoothQuant");
 
 extern "C" __attribute__((visibility("default"))) void loom_quantization_int8_smoothing_factors(const float* act_absmax,
                                                                                                 const float* w_absmax,
@@ -279,6 +251,3 @@ extern "C" __attribute__((visibility("default"))) loom_status loom_quantization_
                                                                in_features);
   });
 }
-
-const loom_plugin_desc* loom_quantization_int8_entry() { return &loom_int8::kDesc; }
-BOOST_DLL_ALIAS(loom_quantization_int8_entry, loom_plugin_entry_v1)

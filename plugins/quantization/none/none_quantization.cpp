@@ -13,9 +13,6 @@
 // (prefill tiles on AVX-512F where it has that, same bits; config key "simd"), else portable.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
-#include <boost/dll/alias.hpp>
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -25,10 +22,10 @@
 #include <string>
 #include <vector>
 
-#include "../common/quant_plugin.hpp"
+#include "common/quant_plugin.hpp"
 #include "loom/quantization.h"
-#include "loom/sdk_core.hpp"
-#include "../common/weight_pages.hpp"
+#include "loom/sdk.hpp"
+#include "common/weight_pages.hpp"
 #include "none_panel.hpp"
 
 namespace {
@@ -44,17 +41,6 @@ constexpr int64_t kShareAlign = 4;
 struct Options {
   bool simd = true;  // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
 };
-
-Options parse_config(const char* config_json) {
-  Options o;
-  loom_quant::parse_config("none", config_json, [&](const std::string& key, const nlohmann::json& v, auto&& problem) {
-    if (key == "simd")
-      o.simd = loom_quant::read_simd(v, o.simd, problem);
-    else
-      problem("unknown key \"" + key + "\" (valid keys: simd)");
-  });
-  return o;
-}
 
 const char* dtype_label(loom_dtype t) {
   switch (t) {
@@ -101,23 +87,24 @@ class NoneQuantization {
  public:
   static constexpr const char* kName = "none";
   using WeightType = Weight;
-  static Options parse(const char* config_json) { return parse_config(config_json); }
+  static const loom::sdk::ConfigSpec<Options>& config_spec() {
+    static const auto spec = loom_quant::simd_spec<Options>("quantization none");
+    return spec;
+  }
 
-  NoneQuantization(const loom_host_api* host, const Options& opt)
+  NoneQuantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
       : host_(host), kernel_(loom_none::select_panel_kernels(opt.simd)) {
+    loom_quant::require_cpu(args, kName);
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
-  void supports(loom_dtype dtype, int32_t* ok, loom_error_buf* err) const {
-    *ok = is_supported(dtype) ? 1 : 0;
-    if (*ok == 0)
-      loom::sdk::write_error(err, std::string("quantization none: weights of dtype ") + dtype_label(dtype) +
-                                      " are not supported (f32, f16 and bf16 are)");
+  loom::sdk::Verdict supports(loom_dtype dtype) const {
+    if (is_supported(dtype)) return loom::sdk::Verdict::yes();
+    return loom::sdk::Verdict::no(std::string("quantization none: weights of dtype ") + dtype_label(dtype) +
+                                  " are not supported (f32, f16 and bf16 are)");
   }
 
-  Weight* prepare(const loom_tensor_view* w) const { return prepare(w, nullptr); }
-
-  Weight* prepare(const loom_tensor_view* w, const loom_weight_info* info) const {
+  Weight* prepare_weight(const loom_tensor_view* w, const loom_weight_info* info) const {
     if (w == nullptr || w->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight is null");
     if (!is_supported(w->dtype))
       throw Error(LOOM_ERR_UNSUPPORTED, std::string("quantization none: weights of dtype ") +
@@ -256,17 +243,8 @@ class NoneQuantization {
   std::vector<Target> group_;                // the linears of the current call, reused
 };
 
-// ---- C ABI ----------------------------------------------------------------------------------
-
-using Abi = loom_quant::PluginAbi<NoneQuantization>;
-
-const loom_plugin_desc kDesc = {
-    sizeof(loom_plugin_desc), LOOM_ABI_VERSION, LOOM_KIND_QUANTIZATION, LOOM_QUANTIZATION_IFACE_MAJOR,
-    LOOM_QUANTIZATION_IFACE_MINOR, "none", "0.1.0",
-    "unquantized f32/f16/bf16 weights in column panels; threaded, cache-blocked GEMM (AVX2+FMA when available)",
-    nullptr, &Abi::validate, &Abi::create, &Abi::destroy};
-
 }  // namespace
 
-const loom_plugin_desc* loom_quantization_none_entry() { return &kDesc; }
-BOOST_DLL_ALIAS(loom_quantization_none_entry, loom_plugin_entry_v1)
+LOOM_QUANTIZATION_PLUGIN(NoneQuantization, "none", "0.1.0",
+                         "unquantized f32/f16/bf16 weights in column panels; threaded, cache-blocked GEMM "
+                         "(AVX2+FMA when available)");

@@ -10,11 +10,10 @@
 
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
-#include "scheduler_support.hpp"
+#include "common/scheduler_support.hpp"
 
 namespace {
 
-using loom::sdk::ConfigError;
 using loom::sdk::Error;
 using loom_sched::CacheClient;
 
@@ -26,16 +25,15 @@ struct Config {
   int32_t preemption_aging_steps = 32;
 };
 
-Config parse_config(std::string_view json) {
-  Config cfg;
-  loom_sched::ConfigReader reader("scheduler continuous");
-  reader.int_key("max_num_seqs", 1, cfg.max_num_seqs);
-  reader.int_key("max_num_batched_tokens", 1, cfg.max_num_batched_tokens);
-  reader.int_key("long_prefill_token_threshold", 0, cfg.long_prefill_token_threshold);
-  reader.bool_key("enable_chunked_prefill", cfg.enable_chunked_prefill);
-  reader.int_key("preemption_aging_steps", 1, cfg.preemption_aging_steps);
-  reader.read(json);
-  return cfg;
+const loom::sdk::ConfigSpec<Config>& config_keys() {
+  static const auto spec = loom_sched::batch_limits<Config>("scheduler continuous")
+      .integer("long_prefill_token_threshold", &Config::long_prefill_token_threshold,
+               "most tokens of one prefill chunk; 0 = the whole budget", 0)
+      .boolean("enable_chunked_prefill", &Config::enable_chunked_prefill, "split long prompts across steps")
+      .integer("preemption_aging_steps", &Config::preemption_aging_steps,
+               "preemptions after which a request is spared as a victim, and steps of waiting after "
+               "which it is admitted first", 1);
+  return spec;
 }
 
 // One request as the scheduler tracks it; token counts are read fresh from the host each step.
@@ -59,15 +57,9 @@ struct StepState {
 
 class ContinuousScheduler {
  public:
-  ContinuousScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(parse_config(config)) {}
+  ContinuousScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(config_keys().parse(config)) {}
 
-  static void validate(std::string_view config, std::string& problems) {
-    try {
-      parse_config(config);
-    } catch (const ConfigError& e) {
-      problems = e.what();
-    }
-  }
+  static const loom::sdk::ConfigSpec<Config>& config_spec() { return config_keys(); }
 
   void add_request(const loom_request_view* r) {
     if (r == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "request view is null");

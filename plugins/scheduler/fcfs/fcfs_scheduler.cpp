@@ -2,8 +2,6 @@
 //
 // Two queues: `waiting_` (FIFO by arrival; preempted requests go back to its front) and
 // `running_` (in admission order, oldest first). The design note is at the top of schedule().
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <deque>
 #include <string>
@@ -11,12 +9,12 @@
 
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
+#include "common/scheduler_support.hpp"
 #include "loom/sdk_cache_client.hpp"
 #include "loom/sdk_scheduler.hpp"
 
 namespace {
 
-using loom::sdk::ConfigError;
 using loom::sdk::Error;
 
 struct Config {
@@ -24,50 +22,18 @@ struct Config {
   int32_t max_num_batched_tokens = 2048;
 };
 
-Config parse_config(std::string_view config_json) {
-  const std::string text(config_json);
-  nlohmann::json j = nlohmann::json::object();
-  if (!text.empty()) {
-    try {
-      j = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
-      throw ConfigError(std::string("scheduler fcfs: config is not valid JSON: ") + e.what());
-    }
-  }
-  if (!j.is_object()) throw ConfigError("scheduler fcfs: config must be a JSON object");
-  Config cfg;
-  std::vector<std::string> problems;
-  auto positive_int = [&](const std::string& key, const nlohmann::json& v, int32_t& dst) {
-    if (!v.is_number_integer() || v.get<int64_t>() < 1 || v.get<int64_t>() > INT32_MAX)
-      problems.push_back(key + " must be a positive integer, got " + v.dump());
-    else dst = v.get<int32_t>();
-  };
-  for (const auto& [key, value] : j.items()) {
-    if (key == "max_num_seqs") positive_int(key, value, cfg.max_num_seqs);
-    else if (key == "max_num_batched_tokens") positive_int(key, value, cfg.max_num_batched_tokens);
-    else problems.push_back("unknown key \"" + key + "\" (valid: max_num_seqs, max_num_batched_tokens)");
-  }
-  if (!problems.empty()) {
-    std::string message;
-    for (const auto& p : problems) message += (message.empty() ? "scheduler fcfs: " : "; ") + p;
-    throw ConfigError(message);
-  }
-  return cfg;
+const loom::sdk::ConfigSpec<Config>& config_keys() {
+  static const auto spec = loom_sched::batch_limits<Config>("scheduler fcfs");
+  return spec;
 }
 
 using Cache = loom::sdk::CacheClient;
 
 class FcfsScheduler {
  public:
-  FcfsScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(parse_config(config)) {}
+  FcfsScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(config_keys().parse(config)) {}
 
-  static void validate(std::string_view config, std::string& problems) {
-    try {
-      parse_config(config);
-    } catch (const ConfigError& e) {
-      problems = e.what();
-    }
-  }
+  static const loom::sdk::ConfigSpec<Config>& config_spec() { return config_keys(); }
 
   void add_request(const loom_request_view* r) {
     if (r == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "request view is null");

@@ -10,39 +10,25 @@
 
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
-#include "scheduler_support.hpp"
+#include "common/scheduler_support.hpp"
 
 namespace {
 
-using loom::sdk::ConfigError;
 using loom::sdk::Error;
 using loom_sched::CacheClient;
 
-struct Config {
-  int32_t max_num_seqs = 256;
-  int32_t max_num_batched_tokens = 2048;
-};
+using Config = loom_sched::BatchLimits;
 
-Config parse_config(std::string_view json) {
-  Config cfg;
-  loom_sched::ConfigReader reader("scheduler static");
-  reader.int_key("max_num_seqs", 1, cfg.max_num_seqs);
-  reader.int_key("max_num_batched_tokens", 1, cfg.max_num_batched_tokens);
-  reader.read(json);
-  return cfg;
+const loom::sdk::ConfigSpec<Config>& config_keys() {
+  static const auto spec = loom_sched::batch_limits<Config>("scheduler static");
+  return spec;
 }
 
 class StaticScheduler {
  public:
-  StaticScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(parse_config(config)) {}
+  StaticScheduler(const loom::sdk::Host&, std::string_view config) : cfg_(config_keys().parse(config)) {}
 
-  static void validate(std::string_view config, std::string& problems) {
-    try {
-      parse_config(config);
-    } catch (const ConfigError& e) {
-      problems = e.what();
-    }
-  }
+  static const loom::sdk::ConfigSpec<Config>& config_spec() { return config_keys(); }
 
   void add_request(const loom_request_view* r) {
     if (r == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "request view is null");

@@ -1,4 +1,12 @@
-/* Attention plugins: attention math over the paged KV pool for a flat varlen batch. */
+/* Attention plugins: attention math over the paged KV pool for a flat varlen batch. *
+ * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
+ * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
+ * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
+ * done when parallel_for returns. Pointers passed into a call (views, batches, requests, output
+ * structs, the error buffer) are valid for that call only; the loom_host_api, the create args and
+ * their pointers until destroy().
+ * The KV pool views (k_cache, v_cache) point into memory the core owns; the plugin writes this
+ * step's K/V into them and keeps no pointer to them after forward returns. */
 #ifndef LOOM_ATTENTION_H
 #define LOOM_ATTENTION_H
 

@@ -3,7 +3,18 @@
  * it wants, allocates them, and passes block ids around. The interface is query-then-commit:
  * match_prefix -> can_allocate -> allocate -> append -> free.
  * Interface 1.1 adds fork/take_block_copies (sequences sharing blocks, copy-on-write) and the
- * prefix-cache miss counters; a 1.0 plugin's shorter vtable and usage struct still load. */
+ * prefix-cache miss counters; 1.2 adds the create args' bytes_per_block_extra. Older plugins'
+ * shorter vtables and usage structs still load. *
+ * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
+ * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
+ * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
+ * done when parallel_for returns. Pointers passed into a call (views, batches, requests, output
+ * structs, the error buffer) are valid for that call only; the loom_host_api, the create args and
+ * their pointers until destroy().
+ * The scheduler plugin calls the cache too, through the loom_cache_handle the host passes into
+ * schedule(): on the engine thread, inside that call. Block lists and copy lists a cache returns
+ * are its own memory, valid until its next mutating call (allocate, append, commit, free, fork,
+ * take_block_copies). */
 #ifndef LOOM_CACHE_H
 #define LOOM_CACHE_H
 
@@ -14,7 +25,7 @@ extern "C" {
 #endif
 
 #define LOOM_CACHE_IFACE_MAJOR 1
-#define LOOM_CACHE_IFACE_MINOR 1
+#define LOOM_CACHE_IFACE_MINOR 2
 
 typedef struct loom_cache_create_args {
   uint32_t struct_size;
@@ -24,9 +35,10 @@ typedef struct loom_cache_create_args {
   loom_dtype kv_dtype;
   int64_t bytes_per_token;  /* K and V of one token over all layers, in bytes */
   int32_t max_model_len;    /* longest sequence the model accepts */
-  /* Bytes of a block beyond block_size * bytes_per_token, over all layers, K and V: the per-block
-   * per-head scales of an int8/fp8_e4m3 pool (0 for f32/f16/bf16). Sizing from kv_memory counts
-   * them. Added after 1.1's first release: read it only when struct_size covers it. */
+  /* 1.2: bytes of a block beyond block_size * bytes_per_token, over all layers, K and V: the
+   * per-block per-head scales of an int8/fp8_e4m3 pool (0 for f32/f16/bf16). Sizing from
+   * kv_memory counts them. (It first shipped inside 1.1; 1.2 makes that growth a version of its
+   * own, so a 1.1 plugin never expects it.) */
   int64_t bytes_per_block_extra;
 } loom_cache_create_args;
 

@@ -1,6 +1,12 @@
 /* Cache-offload plugins: a second tier (host RAM, SSD) for KV blocks: swap-out on preemption,
  * spill of evicted prefix blocks and their restore. Block contents move through copy functions
- * the host provides, so the plugin never touches the device pool directly. */
+ * the host provides, so the plugin never touches the device pool directly.
+ *
+ * Threads and lifetimes. Calls may come from the engine thread and from a host copy thread at the
+ * same time: an instance serialises them itself (e.g. one mutex). The host calls destroy() once,
+ * after every other call has returned. loom_kv_copy_ops (and its host_ctx) in the create args is
+ * valid until destroy(); the plugin calls read_block/write_block only from inside save/load. The
+ * error buffer and out-structs are valid for one call. */
 #ifndef LOOM_CACHE_OFFLOAD_H
 #define LOOM_CACHE_OFFLOAD_H
 

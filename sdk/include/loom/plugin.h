@@ -42,7 +42,11 @@ typedef enum loom_status {
 } loom_status;
 
 /* Caller-owned buffer for an error message. The callee writes at most `capacity` bytes,
- * always NUL-terminated, and truncates silently. `data` may be NULL when capacity is 0. */
+ * always NUL-terminated, and truncates silently. `data` may be NULL when capacity is 0.
+ * Capability checks (cache fits and can_allocate, quantization supports) answer in one call:
+ * LOOM_OK with *ok = 0 means "no", and the callee writes the reason into this buffer in that same
+ * call. The caller clears the buffer first (an empty text: no reason given) and never calls again
+ * to learn why. */
 typedef struct loom_error_buf {
   char* data;
   size_t capacity;

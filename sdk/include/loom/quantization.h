@@ -1,4 +1,13 @@
-/* Quantization plugins: weight formats and the linear (GEMM/GEMV) kernels on them. */
+/* Quantization plugins: weight formats and the linear (GEMM/GEMV) kernels on them. *
+ * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
+ * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
+ * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
+ * done when parallel_for returns. Pointers passed into a call (views, batches, requests, output
+ * structs, the error buffer) are valid for that call only; the loom_host_api, the create args and
+ * their pointers until destroy().
+ * prepare_weight runs at start-up (model load); a weight's memory (often the mmap'ed model file)
+ * outlives every handle made from it, so a handle may point into it. A handle lives until
+ * release_weight, which the host calls before destroy(). */
 #ifndef LOOM_QUANTIZATION_H
 #define LOOM_QUANTIZATION_H
 

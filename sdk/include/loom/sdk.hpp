@@ -18,13 +18,19 @@
 // Methods take the C vtable function's arguments minus `self` and `err` and return loom_status or
 // void. Every trampoline runs inside a guard: an exception becomes a status (ConfigError ->
 // LOOM_ERR_CONFIG, sdk::Error -> its status, std::bad_alloc -> LOOM_ERR_OUT_OF_MEMORY, anything
-// else -> LOOM_ERR_INTERNAL) and its text is written to the caller's error buffer.
+// else -> LOOM_ERR_INTERNAL) and its text is written to the caller's error buffer. A capability
+// check (cache fits/can_allocate, quantization supports) may return a Verdict {ok, reason}: the
+// host gets the answer and the reason from one call. Where a C function has a single out-pointer
+// the method may return the value instead (sdk_vtables.hpp lists them per kind).
 //
-// The constructor is either (const Host&, const <kind>_create_args&, std::string_view config) or
-// (const Host&, std::string_view config). `score` and `validate` are found with requires-
-// expressions; `score` may take `const loom_host_api*` instead of `const Host&`; `validate` may
-// return bool (false = invalid) or void (invalid when `problems` is not empty). Use the
-// LOOM_*_PLUGIN macro once per shared object, at global namespace scope.
+// The constructor is either (const Host&, const <kind>_create_args&, C) or (const Host&, C),
+// where C is std::string_view (the config's JSON text) or, for a class with
+//   static const loom::sdk::ConfigSpec<Config>& config_spec();   // sdk_config.hpp
+// the parsed `const Config&`. With config_spec() the descriptor also gets validate() and its
+// config_schema (the keys, types, defaults and help) for free. `score` and `validate` are found
+// with requires-expressions; `score` may take `const loom_host_api*` instead of `const Host&`;
+// `validate` may return bool (false = invalid) or void (invalid when `problems` is not empty).
+// Use the LOOM_*_PLUGIN macro once per shared object, at global namespace scope.
 #pragma once
 
 // Boost.DLL's alias machinery only needs paths for import; std::filesystem keeps plugins free of
@@ -36,6 +42,9 @@
 
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_vtables.hpp"
+
+#include <string>
+#include <type_traits>
 
 namespace loom::sdk::detail {
 
@@ -51,12 +60,51 @@ template <class T>
 concept HasValidate = requires(std::string_view json, std::string& problems) {
   T::validate(json, problems);
 };
+// A class that publishes its config keys: static const ConfigSpec<Config>& config_spec()
+// (sdk_config.hpp). Then validate() comes from the spec, the descriptor's config_schema lists
+// the keys, and the constructor may take the parsed `const Config&` instead of the JSON text.
+template <class T>
+concept HasConfigSpec = requires { T::config_spec().parse(std::string_view()); };
+template <class T>
+struct ConfigOf {
+  using Type = void;
+};
+template <HasConfigSpec T>
+struct ConfigOf<T> {
+  using Type = std::remove_cvref_t<decltype(T::config_spec().parse(std::string_view()))>;
+};
 
 // The descriptor and its functions for plugin class T of the kind whose vtable is Vtable.
 template <class T, class Vtable>
 struct Plugin {
   using Traits = KindTraits<Vtable>;
   using CreateArgs = typename Traits::CreateArgs;
+
+  using Config = typename ConfigOf<T>::Type;
+  struct None {};  // stands in for a void Config or CreateArgs in the traits below
+  using ArgsRef = const std::conditional_t<std::is_void_v<CreateArgs>, None, CreateArgs>&;
+  using ConfigRef = const std::conditional_t<std::is_void_v<Config>, None, Config>&;
+  // What the constructor takes after the Host (and the create args): the parsed Config or the text.
+  static constexpr bool kTakesConfig =
+      !std::is_void_v<Config> && (std::is_constructible_v<T, const Host&, ConfigRef> ||
+                                  (!std::is_void_v<CreateArgs> && std::is_constructible_v<T, const Host&, ArgsRef, ConfigRef>));
+  using ConfigArg = std::conditional_t<kTakesConfig, ConfigRef, std::string_view>;
+  static constexpr bool kTakesArgs =
+      !std::is_void_v<CreateArgs> && std::is_constructible_v<T, const Host&, ArgsRef, ConfigArg>;
+
+  // The create args, checked: present, and at least as large as the struct the plugin was built
+  // with (the loader's version table already refused an older host, so this guards direct use).
+  static ArgsRef args_of(const void* create_args) {
+    if (create_args == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "create: create_args is NULL");
+    const auto* args = static_cast<const CreateArgs*>(create_args);
+    if (args->struct_size < sizeof(CreateArgs)) {
+      throw Error(LOOM_ERR_INVALID_ARGUMENT,
+                  "create: create_args struct_size " + std::to_string(args->struct_size) +
+                      " is smaller than the " + std::to_string(sizeof(CreateArgs)) +
+                      " bytes this plugin was built with");
+    }
+    return *args;
+  }
 
   static int32_t score(const loom_host_api* host, loom_error_buf* reason) noexcept {
     try {
@@ -85,10 +133,14 @@ struct Plugin {
       std::string problems;
       bool ok = true;
       const std::string_view json = config_json != nullptr ? config_json : "{}";
-      if constexpr (std::is_same_v<decltype(T::validate(json, problems)), bool>) {
-        ok = T::validate(json, problems);
+      if constexpr (HasValidate<T>) {
+        if constexpr (std::is_same_v<decltype(T::validate(json, problems)), bool>) {
+          ok = T::validate(json, problems);
+        } else {
+          T::validate(json, problems);
+        }
       } else {
-        T::validate(json, problems);
+        problems = T::config_spec().problems(json);
       }
       if (ok && problems.empty()) return LOOM_OK;
       throw ConfigError(problems.empty() ? "invalid config" : problems);
@@ -107,26 +159,22 @@ struct Plugin {
     return guarded(err, [&]() -> loom_status {
       const Host h(host);
       const std::string_view json = config_json != nullptr ? config_json : "{}";
+      // The config: the parsed struct when the class takes it, else the JSON text.
+      auto config = [&]() -> decltype(auto) {
+        if constexpr (kTakesConfig)
+          return T::config_spec().parse(json);
+        else
+          return json;
+      };
       T* object = nullptr;
-      if constexpr (!std::is_void_v<CreateArgs> &&
-                    std::is_constructible_v<T, const Host&, const CreateArgs&, std::string_view>) {
-        if (create_args == nullptr) {
-          throw Error(LOOM_ERR_INVALID_ARGUMENT, "create: create_args is NULL");
-        }
-        const auto* args = static_cast<const CreateArgs*>(create_args);
-        if (args->struct_size < sizeof(CreateArgs)) {
-          throw Error(LOOM_ERR_INVALID_ARGUMENT,
-                      "create: create_args struct_size " + std::to_string(args->struct_size) +
-                          " is smaller than the " + std::to_string(sizeof(CreateArgs)) +
-                          " bytes this plugin was built with");
-        }
-        object = new T(h, *args, json);
+      if constexpr (kTakesArgs) {
+        object = new T(h, args_of(create_args), config());
       } else {
-        static_assert(std::is_constructible_v<T, const Host&, std::string_view>,
+        static_assert(std::is_constructible_v<T, const Host&, ConfigArg>,
                       "a plugin class needs a constructor (const loom::sdk::Host&, "
-                      "const <kind>_create_args&, std::string_view) or (const Host&, "
-                      "std::string_view)");
-        object = new T(h, json);
+                      "const <kind>_create_args&, C) or (const Host&, C), where C is "
+                      "std::string_view or the config_spec()'s const Config&");
+        object = new T(h, config());
       }
       *self = object;
       *vtable = &VtableFor<Vtable, T>::kTable;
@@ -141,8 +189,7 @@ struct Plugin {
     }
   }
 
-  static constexpr loom_plugin_desc describe(const char* name, const char* version,
-                                             const char* description) noexcept {
+  static loom_plugin_desc describe(const char* name, const char* version, const char* description) {
     loom_plugin_desc d{};
     d.struct_size = sizeof(loom_plugin_desc);
     d.abi_version = LOOM_ABI_VERSION;
@@ -153,9 +200,13 @@ struct Plugin {
     d.version = version;
     d.description = description;
     if constexpr (HasScoreHost<T> || HasScoreApi<T>) d.score = &score;
-    if constexpr (HasValidate<T>) d.validate = &validate;
+    if constexpr (HasValidate<T> || HasConfigSpec<T>) d.validate = &validate;
     d.create = &create;
     d.destroy = &destroy;
+    if constexpr (HasConfigSpec<T>) {
+      static const std::string schema = T::config_spec().schema_json();  // static storage
+      d.config_schema = schema.c_str();
+    }
     return d;
   }
 };

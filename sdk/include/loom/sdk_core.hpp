@@ -38,6 +38,22 @@ class Error : public std::runtime_error {
   loom_status status_;
 };
 
+// Whether a struct that starts with `uint32_t struct_size` (a vtable, create args, a usage or
+// context struct) is long enough to hold `member`. Structs only grow at the end, a minor version at
+// a time, so this is the one check before reading a member a newer minor added: a shorter struct
+// comes from an older peer, and the member counts as absent (NULL, or its default).
+template <class S, class M>
+bool covers(const S& s, M S::*member) noexcept {
+  const auto offset = reinterpret_cast<const char*>(&(s.*member)) - reinterpret_cast<const char*>(&s);
+  return s.struct_size >= static_cast<size_t>(offset) + sizeof(M);
+}
+
+// Whether an optional function member of a vtable is there: covered by struct_size and not NULL.
+template <class S, class M>
+bool present(const S& s, M S::*member) noexcept {
+  return covers(s, member) && s.*member != nullptr;
+}
+
 // Writes message into a caller-owned buffer: at most capacity-1 bytes plus the NUL, truncated
 // silently, never in the middle of a UTF-8 sequence. Safe on NULL or zero-capacity buffers.
 inline void write_error(loom_error_buf* err, std::string_view message) noexcept {
@@ -71,6 +87,19 @@ inline const char* status_name(loom_status status) noexcept {
   }
   return "unknown status";
 }
+
+// The answer of a capability check (can a request of n tokens ever fit, can weights of this
+// dtype be read): yes, or no with the reason. A plugin method returning Verdict answers and
+// explains in one call: its trampoline sets *ok and, for a no, writes the reason into the caller's
+// error buffer while returning LOOM_OK (the convention plugin.h states at loom_error_buf).
+struct Verdict {
+  bool ok = true;
+  std::string reason;  // why not; empty when ok
+
+  static Verdict yes() { return {}; }
+  static Verdict no(std::string why) { return {false, std::move(why)}; }
+  explicit operator bool() const noexcept { return ok; }
+};
 
 // An owned error buffer for calls a plugin makes into another plugin through the host
 // (e.g. a scheduler calling the cache). Not copyable: buf points into the object itself.
@@ -207,6 +236,27 @@ loom_status guarded(loom_error_buf* err, Body&& body) noexcept {
   } catch (...) {
     write_error(err, "unknown exception");
     return LOOM_ERR_INTERNAL;
+  }
+}
+
+// Writes a capability check's answer to the C out-pointer and, for a no, its reason to err. A bool
+// answer is a Verdict without a reason.
+inline loom_status answer(const Verdict& v, int32_t* ok, loom_error_buf* err) {
+  if (ok == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "the answer's out-pointer is NULL");
+  *ok = v.ok ? 1 : 0;
+  if (!v.ok) write_error(err, v.reason.empty() ? std::string_view("refused without a reason") : v.reason);
+  return LOOM_OK;
+}
+inline loom_status answer(bool yes, int32_t* ok, loom_error_buf* err) { return answer(Verdict{yes, {}}, ok, err); }
+
+// Runs a method that returns loom_status or void and gives its status (void: LOOM_OK).
+template <class Call>
+loom_status status_of(Call&& call) {
+  if constexpr (std::is_void_v<std::invoke_result_t<Call&>>) {
+    call();
+    return LOOM_OK;
+  } else {
+    return call();
   }
 }
 

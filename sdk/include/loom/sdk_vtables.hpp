@@ -66,21 +66,29 @@ template <class Vtable, class T>
 struct VtableFor;
 
 namespace detail {
+// A request view for a cache method that takes it by pointer, or by reference (then a NULL view
+// is refused with LOOM_ERR_INVALID_ARGUMENT before the method runs).
+struct RequestArg {
+  const loom_request_view* ptr;
+  operator const loom_request_view*() const noexcept { return ptr; }
+  operator const loom_request_view&() const {
+    if (ptr == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "request view is NULL");
+    return *ptr;
+  }
+};
 // Whether t.method(args...) is well-formed, for optional members.
 template <class T>
-concept HasMatchPrefix = requires(T& t, const loom_request_view* r, int32_t* n) {
-  t.match_prefix(r, n);
-};
+concept HasMatchPrefix = requires(T& t, RequestArg r, int32_t* n) { t.match_prefix(r, n); } ||
+                         requires(T& t, RequestArg r) { t.match_prefix(r); };
 template <class T>
-concept HasCommit = requires(T& t, const loom_request_view* r) {
-  t.commit(r);
-};
+concept HasCommit = requires(T& t, RequestArg r) { t.commit(r); };
 // Cache interface 1.1: copy-on-write forking. A class has both or neither.
 template <class T>
-concept HasFork = requires(T& t, const loom_request_view* parent, uint64_t child, loom_block_copy_list* out) {
-  t.fork(parent, child);
-  t.take_block_copies(out);
-};
+concept HasFork = requires(T& t, RequestArg parent, uint64_t child) { t.fork(parent, child); };
+// A cache class's after_mutation() runs after every call that changes its state (allocate,
+// append, commit, free, fork): the place for an invariant check.
+template <class T>
+concept HasAfterMutation = requires(T& t) { t.after_mutation(); };
 }  // namespace detail
 
 template <class T>
@@ -116,33 +124,82 @@ struct VtableFor<loom_attention_vtable, T> {
                                                    kHasRopeK ? &forward_rope_k : nullptr};
 };
 
+// A quantization class either has the C-shaped members (prepare_weight(weight, void** handle),
+// linear(void* handle, x, y), release_weight(handle)), or the value-shaped ones:
+//   Handle prepare_weight(const loom_tensor_view* weight, const loom_weight_info* info);  // info
+//       may be NULL; Handle is a pointer or a std::unique_ptr
+//   using WeightType = W;  // optional: handles are W*, linear gets `const W&`, and release
+//                          // deletes the W unless the class has release_weight(void*)
+// supports(dtype) may return Verdict or bool instead of taking the `int32_t* ok`.
 template <class T>
 struct VtableFor<loom_quantization_vtable, T> {
-  static loom_status supports(void* s, loom_dtype dtype, int32_t* ok,
-                              loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).supports(dtype, ok); });
+  static constexpr bool kTyped = requires { typename T::WeightType; };
+  static constexpr bool kValuePrepare =
+      requires(T& t, const loom_tensor_view* w, const loom_weight_info* i) { t.prepare_weight(w, i); };
+
+  static loom_status supports(void* s, loom_dtype dtype, int32_t* ok, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires(T& x, loom_dtype d) { x.supports(d); })
+        return detail::answer(t.supports(dtype), ok, err);
+      else
+        return detail::status_of([&] { return t.supports(dtype, ok); });
+    });
+  }
+  // A value-shaped prepare_weight's result, as the opaque handle.
+  static void* handle_of(T& t, const loom_tensor_view* weight, const loom_weight_info* info) {
+    auto made = t.prepare_weight(weight, info);
+    if constexpr (requires { made.release(); })
+      return made.release();
+    else
+      return made;
   }
   static loom_status prepare_weight(void* s, const loom_tensor_view* weight, void** handle,
                                     loom_error_buf* err) noexcept {
-    return detail::guarded(err,
-                           [&] { return detail::self_as<T>(s).prepare_weight(weight, handle); });
+    return detail::guarded(err, [&] {
+      if constexpr (kValuePrepare) {
+        *handle = handle_of(detail::self_as<T>(s), weight, nullptr);
+        return LOOM_OK;
+      } else {
+        return detail::status_of([&] { return detail::self_as<T>(s).prepare_weight(weight, handle); });
+      }
+    });
   }
   static loom_status linear(void* s, void* handle, const loom_tensor_view* x, loom_tensor_view* y,
                             loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).linear(handle, x, y); });
+    return detail::guarded(err, [&] {
+      if constexpr (kTyped) {
+        if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is NULL");
+        return detail::status_of([&] {
+          return detail::self_as<T>(s).linear(*static_cast<const typename T::WeightType*>(handle), x, y);
+        });
+      } else {
+        return detail::status_of([&] { return detail::self_as<T>(s).linear(handle, x, y); });
+      }
+    });
   }
   static void release_weight(void* s, void* handle) noexcept {
     // Cannot report: a release that throws is swallowed (and must not leak by design).
-    (void)detail::guarded(nullptr, [&] { detail::self_as<T>(s).release_weight(handle); });
+    (void)detail::guarded(nullptr, [&] {
+      if constexpr (requires(T& t, void* h) { t.release_weight(h); })
+        detail::self_as<T>(s).release_weight(handle);
+      else
+        delete static_cast<typename T::WeightType*>(handle);
+    });
   }
-  // A plugin class with prepare_weight_info(weight, info, handle) gets the weight's name and role.
+  // prepare_weight with the weight's name, role and companions (interface 1.1).
   static loom_status prepare_weight_info(void* s, const loom_tensor_view* weight, const loom_weight_info* info,
                                          void** handle, loom_error_buf* err) noexcept {
     return detail::guarded(err, [&] {
-      if constexpr (requires(T& t) { t.prepare_weight_info(weight, info, handle); })
-        return detail::self_as<T>(s).prepare_weight_info(weight, info, handle);
-      else
-        return detail::self_as<T>(s).prepare_weight(weight, handle);
+      T& t = detail::self_as<T>(s);
+      if constexpr (kValuePrepare) {
+        *handle = handle_of(t, weight, info);
+        return LOOM_OK;
+      } else if constexpr (requires { t.prepare_weight_info(weight, info, handle); }) {
+        return detail::status_of([&] { return t.prepare_weight_info(weight, info, handle); });
+      } else {
+        return detail::status_of([&] { return t.prepare_weight(weight, handle); });
+      }
     });
   }
   // A plugin class with linear_group(handles, count, x, y) serves several linears on one x in
@@ -152,7 +209,8 @@ struct VtableFor<loom_quantization_vtable, T> {
   static loom_status linear_group(void* s, void* const* handles, int32_t count, const loom_tensor_view* x,
                                   loom_tensor_view* y, loom_error_buf* err) noexcept {
     return detail::guarded(err, [&] {
-      if constexpr (kHasGroup) return detail::self_as<T>(s).linear_group(handles, count, x, y);
+      if constexpr (kHasGroup) return detail::status_of([&] { return detail::self_as<T>(s).linear_group(handles, count, x, y); });
+      else return LOOM_ERR_UNSUPPORTED;  // never in the table (null there)
     });
   }
   static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
@@ -181,47 +239,108 @@ struct VtableFor<loom_scheduler_vtable, T> {
                                                    &remove_request, &schedule, &stats};
 };
 
+// A cache class's members take the C function's arguments minus self and err, with the request
+// view by pointer or by reference. Where the C function has one out-pointer, the class may return
+// the value instead: loom_cache_layout layout(), Verdict (or bool) fits(n) and
+// can_allocate(req, n), int32_t match_prefix(req), loom_block_list block_table(id),
+// loom_block_copy_list take_block_copies().
 template <class T>
 struct VtableFor<loom_cache_vtable, T> {
   using Req = const loom_request_view*;
+  using Arg = detail::RequestArg;
+  // Runs a call that changes the cache's state, then the class's after_mutation() (if any).
+  template <class Body>
+  static loom_status mutating(void* s, loom_error_buf* err, Body&& body) noexcept {
+    return detail::guarded(err, [&] {
+      const loom_status status = detail::status_of(body);
+      if constexpr (detail::HasAfterMutation<T>) {
+        if (status == LOOM_OK) detail::self_as<T>(s).after_mutation();
+      }
+      return status;
+    });
+  }
   static loom_status layout(void* s, loom_cache_layout* out, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).layout(out); });
+    return detail::guarded(err, [&] {
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires { t.layout(); }) {
+        const loom_cache_layout l = t.layout();
+        out->num_blocks = l.num_blocks;
+        out->block_size = l.block_size;
+        return LOOM_OK;
+      } else {
+        return detail::status_of([&] { return t.layout(out); });
+      }
+    });
   }
   static loom_status fits(void* s, int32_t max_total, int32_t* ok, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).fits(max_total, ok); });
+    return detail::guarded(err, [&] {
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires { t.fits(max_total); })
+        return detail::answer(t.fits(max_total), ok, err);
+      else
+        return detail::status_of([&] { return t.fits(max_total, ok); });
+    });
   }
   static loom_status match_prefix(void* s, Req req, int32_t* n, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).match_prefix(req, n); });
+    return detail::guarded(err, [&] {
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires { t.match_prefix(Arg{req}); }) {
+        *n = t.match_prefix(Arg{req});
+        return LOOM_OK;
+      } else {
+        return detail::status_of([&] { return t.match_prefix(Arg{req}, n); });
+      }
+    });
   }
-  static loom_status can_allocate(void* s, Req req, int32_t n, int32_t* ok,
-                                  loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).can_allocate(req, n, ok); });
+  static loom_status can_allocate(void* s, Req req, int32_t n, int32_t* ok, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires { t.can_allocate(Arg{req}, n); })
+        return detail::answer(t.can_allocate(Arg{req}, n), ok, err);
+      else
+        return detail::status_of([&] { return t.can_allocate(Arg{req}, n, ok); });
+    });
   }
-  static loom_status allocate(void* s, Req req, int32_t n, int32_t* cached,
-                              loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).allocate(req, n, cached); });
+  static loom_status allocate(void* s, Req req, int32_t n, int32_t* cached, loom_error_buf* err) noexcept {
+    return mutating(s, err, [&] { return detail::self_as<T>(s).allocate(Arg{req}, n, cached); });
   }
   static loom_status append(void* s, Req req, int32_t n, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).append(req, n); });
+    return mutating(s, err, [&] { return detail::self_as<T>(s).append(Arg{req}, n); });
   }
   static loom_status commit(void* s, Req req, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).commit(req); });
+    return mutating(s, err, [&] { return detail::self_as<T>(s).commit(Arg{req}); });
   }
   static loom_status free(void* s, uint64_t id, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).free(id); });
+    return mutating(s, err, [&] { return detail::self_as<T>(s).free(id); });
   }
-  static loom_status block_table(void* s, uint64_t id, loom_block_list* out,
-                                 loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).block_table(id, out); });
+  static loom_status block_table(void* s, uint64_t id, loom_block_list* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires { t.block_table(id); }) {
+        *out = t.block_table(id);
+        return LOOM_OK;
+      } else {
+        return detail::status_of([&] { return t.block_table(id, out); });
+      }
+    });
   }
   static loom_status usage(void* s, loom_cache_usage* out, loom_error_buf* err) noexcept {
     return detail::guarded(err, [&] { return detail::self_as<T>(s).usage(out); });
   }
   static loom_status fork(void* s, Req parent, uint64_t child_id, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).fork(parent, child_id); });
+    return mutating(s, err, [&] { return detail::self_as<T>(s).fork(Arg{parent}, child_id); });
   }
   static loom_status take_block_copies(void* s, loom_block_copy_list* out, loom_error_buf* err) noexcept {
-    return detail::guarded(err, [&] { return detail::self_as<T>(s).take_block_copies(out); });
+    return detail::guarded(err, [&] {
+      if (out == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "take_block_copies: the list is NULL");
+      T& t = detail::self_as<T>(s);
+      if constexpr (requires { t.take_block_copies(); }) {
+        *out = t.take_block_copies();
+        return LOOM_OK;
+      } else {
+        return detail::status_of([&] { return t.take_block_copies(out); });
+      }
+    });
   }
   // Optional members: only referenced (and so only instantiated) when the class has them.
   static constexpr decltype(loom_cache_vtable::match_prefix) match_prefix_or_null() {

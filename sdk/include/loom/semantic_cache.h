@@ -1,5 +1,9 @@
 /* Semantic-cache plugins: return a stored answer for a repeated or near-identical request
- * before it reaches the engine. */
+ * before it reaches the engine.
+ *
+ * Threads and lifetimes. lookup and store come from the server's request threads, several at
+ * once: an instance is thread-safe. destroy() comes once, after every call has returned. A query's
+ * strings and an answer's buffer are valid for one call; store copies what it keeps. */
 #ifndef LOOM_SEMANTIC_CACHE_H
 #define LOOM_SEMANTIC_CACHE_H
 

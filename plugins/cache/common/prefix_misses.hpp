@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "loom/cache.h"
+#include "loom/sdk_core.hpp"
 
 namespace loom::block_cache {
 
@@ -56,7 +57,7 @@ struct PrefixStats {
   void write(loom_cache_usage* out) const {
     out->prefix_hit_tokens = hit;
     out->prefix_query_tokens = query;
-    if (out->struct_size < offsetof(loom_cache_usage, prefix_miss_salt_mismatch_tokens) + sizeof(int64_t)) return;
+    if (!loom::sdk::covers(*out, &loom_cache_usage::prefix_miss_salt_mismatch_tokens)) return;
     out->prefix_miss_partial_block_tokens = partial_block;
     out->prefix_miss_no_match_tokens = no_match;
     out->prefix_miss_evicted_tokens = evicted;

@@ -1,4 +1,4 @@
-// cache/paged, cache/radix: the per-sequence block tables and their copy-on-write (interface
+// cache/paged, cache/radix (cache/common): the per-sequence block tables and their copy-on-write (interface
 // 1.1 fork). Both caches give every sequence a table of fixed-size blocks that grows block by
 // block; fork shares a parent's blocks with a child by refcount, and whoever first writes into
 // a block still shared gets a fresh one in its table plus a queued copy old -> new. Only the
@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "block_copies.hpp"
+#include "kv_pool_config.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
 
@@ -30,15 +31,17 @@ class SeqBlocks {
  public:
   int32_t num_blocks() const { return self().pool_.num_blocks(); }
   int32_t block_size() const { return self().block_size_; }
+  // The block-pool caches' keys, every message starting with Cache::kLabel.
+  static const sdk::ConfigSpec<kv_pool_config::Config>& config_spec() {
+    static const auto spec = kv_pool_config::block_cache_spec(Cache::kLabel);
+    return spec;
+  }
+
+  loom_cache_layout layout() const { return {sizeof(loom_cache_layout), num_blocks(), block_size()}; }
 
   // Whether a request of max_total_tokens could ever fit in the whole, empty pool.
-  bool fits(int32_t max_total_tokens, loom_error_buf* err) const {
-    const int64_t capacity = static_cast<int64_t>(num_blocks()) * block_size();
-    if (max_total_tokens <= capacity) return true;
-    sdk::write_error(err, "max_total_tokens " + std::to_string(max_total_tokens) + " exceeds the whole KV pool: " +
-                              std::to_string(num_blocks()) + " blocks x " + std::to_string(block_size()) +
-                              " tokens = " + std::to_string(capacity) + " tokens");
-    return false;
+  sdk::Verdict fits(int32_t max_total_tokens) const {
+    return kv_pool_config::pool_fits(max_total_tokens, num_blocks(), block_size());
   }
 
   loom_block_copy_list take_block_copies() { return copies_.take(); }

@@ -1,0 +1,45 @@
+// An attention plugin of interface 1.0: its vtable ends at forward (1.1 added forward_rope_k).
+// forward writes out = 2 * q and leaves the pool alone, so a test can see the call ran.
+#include "fixture.hpp"
+#include "loom/types.h"
+
+namespace {
+
+struct AttentionCreateArgs10 {  // loom_attention_create_args at 1.0
+  uint32_t struct_size;
+  int32_t n_heads, n_kv_heads, head_dim;
+  float scale;
+  loom_dtype kv_dtype;
+  int32_t block_size;
+  loom_device device;
+};
+
+struct AttentionVtable10 {  // loom_attention_vtable at 1.0
+  uint32_t struct_size;
+  loom_status (*forward)(void* self, const loom_attention_batch* batch, const loom_tensor_view* q,
+                         const loom_tensor_view* k, const loom_tensor_view* v, loom_tensor_view* k_cache,
+                         loom_tensor_view* v_cache, loom_tensor_view* out, loom_error_buf* err);
+};
+
+loom_status forward(void*, const loom_attention_batch* batch, const loom_tensor_view* q, const loom_tensor_view*,
+                    const loom_tensor_view*, loom_tensor_view*, loom_tensor_view*, loom_tensor_view* out,
+                    loom_error_buf* err) {
+  if (batch == nullptr || q == nullptr || out == nullptr) {
+    loom_fixture::say(err, "null argument");
+    return LOOM_ERR_INVALID_ARGUMENT;
+  }
+  const int64_t n = q->shape[0] * q->shape[1] * q->shape[2];
+  for (int64_t i = 0; i < n; ++i) static_cast<float*>(out->data)[i] = 2.0f * static_cast<const float*>(q->data)[i];
+  return LOOM_OK;
+}
+
+const loom_fixture::Guarded<AttentionVtable10> kTable = {{sizeof(AttentionVtable10), &forward},
+                                                        reinterpret_cast<const void*>(&forward)};
+
+struct Stateless {};
+
+LOOM_FIXTURE_CREATE(AttentionCreateArgs10, Stateless, &kTable.vtable);
+
+}  // namespace
+
+LOOM_FIXTURE_PLUGIN(LOOM_KIND_ATTENTION, "old_minor", create, loom_fixture::destroy<Stateless>);
