@@ -6,7 +6,8 @@
 //
 // SeqBlocks is a CRTP base. Seq must have `std::vector<int32_t> blocks` and `int32_t forked`
 // (>= 0: made by fork, not yet allocated; shares this many tokens). Cache must provide (the
-// base is its friend): kLabel ("cache paged"), block_size_, pool_ (refcount / take / release),
+// base is its friend): kLabel ("cache paged"), block_size_, pool_ (refcount / take / release /
+// counts), stats_ (block_cache::PrefixStats),
 // available() (free + evictable blocks), make_free(n) (makes n blocks free before they are
 // taken, or nothing where take() evicts by itself) and first_writable(seq) (table index below
 // which blocks hold committed tokens that are never written).
@@ -45,6 +46,17 @@ class SeqBlocks {
   }
 
   loom_block_copy_list take_block_copies() { return copies_.take(); }
+
+  // Block accounting from the pool, and the cache's prefix counters (Cache::stats_).
+  void usage(loom_cache_usage* out) const {
+    const auto& pool = self().pool_;
+    out->total_blocks = pool.num_blocks();
+    out->free_blocks = pool.num_free();
+    out->used_blocks = pool.num_used();
+    out->cached_blocks = pool.num_cached();
+    out->num_seqs = static_cast<int32_t>(seqs_.size());
+    self().stats_.write(out);
+  }
 
   loom_block_list block_table(uint64_t request_id) const {
     const auto it = seqs_.find(request_id);

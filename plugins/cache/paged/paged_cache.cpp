@@ -150,15 +150,6 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     seqs_.erase(it);
   }
 
-  void usage(loom_cache_usage* out) const {
-    out->total_blocks = pool_.num_blocks();
-    out->free_blocks = pool_.num_free();
-    out->used_blocks = pool_.num_used();
-    out->cached_blocks = pool_.num_cached();
-    out->num_seqs = static_cast<int32_t>(seqs_.size());
-    stats_.write(out);
-  }
-
   // Full consistency check (debug builds, or check_invariants = true): free + cached + used ==
   // total, and every block's refcount equals the number of live tables holding it.
   void after_mutation() const {

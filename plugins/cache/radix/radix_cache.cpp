@@ -161,15 +161,6 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     seqs_.erase(it);
   }
 
-  void usage(loom_cache_usage* out) const {
-    out->total_blocks = pool_.num_blocks();
-    out->free_blocks = pool_.num_free();
-    out->used_blocks = pool_.num_used();
-    out->cached_blocks = pool_.num_cached();
-    out->num_seqs = static_cast<int32_t>(seqs_.size());
-    stats_.write(out);
-  }
-
   // Full consistency check (debug builds, or check_invariants = true): every block's refcount is
   // the number of live tables holding it, the tree agrees with the pool and with the sequences'
   // locked paths, and no locked block is evictable.
