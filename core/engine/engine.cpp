@@ -183,10 +183,11 @@ RequestState& Engine::admit(std::unique_ptr<RequestState> req) {
 
 // schedule -> execute -> update.
 void Engine::step() {
-  // schedule: the scheduler decides how many tokens each request advances.
+  // schedule: the scheduler decides how many tokens each request advances; the preemptions it
+  // proposed are already carried out (swapped or freed, reset to recompute).
   const int64_t schedule_us = now_us();
-  const ScheduleResult plan = stack_->schedule(
-      [this](uint64_t id) -> const RequestState* {
+  StepPlan& plan = stack_->schedule(
+      [this](uint64_t id) -> RequestState* {
         auto it = requests_.find(id);
         return it == requests_.end() ? nullptr : it->second.get();
       },
@@ -194,48 +195,28 @@ void Engine::step() {
   for (const auto& [id, reason] : plan.rejected) {
     if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, reason);
   }
-  for (uint64_t id : plan.preempted) {
-    if (auto it = requests_.find(id); it != requests_.end()) {
-      stack_->swap_out(id, it->second->num_computed_tokens);  // before execute() reuses its blocks
-      it->second->num_computed_tokens = 0;
-    }
-  }
   // Queue depth and KV use change at scheduling: publish before the (long) forward pass.
   publish_stats();
-  if (plan.scheduled.empty()) return;
-  int64_t step_tokens = 0;
-  for (const auto& s : plan.scheduled) {
-    metrics_.on_scheduled(s.request_id, schedule_us);
-    step_tokens += s.num_new_tokens;
-  }
+  if (plan.seqs.empty()) return;
+  for (const PlannedSeq& s : plan.seqs) metrics_.on_scheduled(s.request->id, schedule_us);
+  const int64_t step_tokens = plan.num_scheduled_tokens;
 
-  // Copy-on-write copies the cache queued while scheduling land before anything writes K/V.
-  stack_->apply_block_copies();
-
-  // execute: one flat batch of every scheduled token.
-  std::vector<StepSequence> seqs;
-  seqs.reserve(plan.scheduled.size());
-  for (const auto& s : plan.scheduled) {
-    RequestState& req = *requests_.at(s.request_id);
-    req.num_computed_tokens += s.num_cached_tokens;
-    const int32_t restored = stack_->swap_in(req, s.num_new_tokens);
-    req.num_computed_tokens += restored;
-    if (restored > 0 && restored == s.num_new_tokens) {  // the whole chunk came from the tier
-      stack_->cache_commit(req.view());
-      continue;
-    }
-    seqs.push_back(StepSequence{&req, s.num_new_tokens - restored});
-  }
-  if (seqs.empty()) return;
-  stack_->execute(seqs, logits_);
+  // execute: one flat batch of every scheduled token the tier did not restore.
+  stack_->prepare(plan);
+  if (plan.batch.empty()) return;
+  stack_->execute(plan, logits_);
   // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
   const int64_t sampled_us = now_us();
   metrics_.on_step(step_tokens);
 
-  // update: advance, sample, detokenize, stop, stream, free.
+  update(plan, schedule_us, sampled_us);
+}
+
+// update: advance, sample, detokenize, stop, stream, free.
+void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us) {
   const int32_t vocab = info_.vocab_size;
   size_t logit_row = 0;
-  for (const auto& seq : seqs) {
+  for (const PlannedSeq& seq : plan.seqs) {
     RequestState& req = *seq.request;
     req.num_computed_tokens += seq.num_new_tokens;
     stack_->cache_commit(req.view());
@@ -363,24 +344,8 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
 }
 
 void Engine::publish_stats() {
-  const RuntimeUsage usage = stack_->usage();
   std::lock_guard<std::mutex> lock(stats_mutex_);
-  stats_.num_waiting = usage.num_waiting;
-  stats_.num_running = usage.num_running;
-  stats_.num_preemptions = usage.num_preemptions;
-  stats_.kv_total_blocks = usage.kv_total_blocks;
-  stats_.kv_used_blocks = usage.kv_used_blocks;
-  stats_.kv_free_blocks = usage.kv_free_blocks;
-  stats_.kv_num_seqs = usage.kv_num_seqs;
-  stats_.kv_cached_blocks = usage.kv_cached_blocks;
-  stats_.prefix_cache_queries = usage.prefix_query_tokens;
-  stats_.prefix_cache_hits = usage.prefix_hit_tokens;
-  stats_.prefix_cache_miss_partial_block = usage.prefix_miss_partial_block_tokens;
-  stats_.prefix_cache_miss_no_match = usage.prefix_miss_no_match_tokens;
-  stats_.prefix_cache_miss_evicted = usage.prefix_miss_evicted_tokens;
-  stats_.prefix_cache_miss_salt_mismatch = usage.prefix_miss_salt_mismatch_tokens;
-  stats_.kv_swapped_out_blocks = usage.kv_swapped_out_blocks;
-  stats_.kv_swapped_in_blocks = usage.kv_swapped_in_blocks;
+  stack_->read_stats(stats_);
 }
 
 }  // namespace loom

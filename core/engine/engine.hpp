@@ -40,6 +40,8 @@ class Engine final : public EngineInterface {
  private:
   void loop();
   void step();
+  // The update part of a step: advance, sample, detokenize, stop, stream, free.
+  void update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us);
   void drain_inbox();
   // Sends the final output and releases everything the request holds.
   void finish(RequestState& req, FinishReason reason, std::string error = {});

@@ -32,11 +32,11 @@ class KvSwapper {
   // Saves the blocks holding the first num_tokens tokens (block_table[0, ceil(num_tokens/bs)))
   // and returns the tokens now restorable for the request: num_tokens, or more when the blocks
   // hold tokens an earlier swap_in loaded past num_tokens, or entries still held from an earlier
-  // swap-out continue them. block_table is the one the request held since its last swap_in.
+  // swap-out continue them. block_table is the request's live table (the cache's view, read
+  // before the host frees the blocks: SwapCoordinator::preempt).
   // All or nothing: 0, with nothing of the request left in the tier, when the tier cannot hold
   // every block (it is too small, refuses with LOOM_ERR_OUT_OF_MEMORY, or evicted one of them
-  // while saving the rest). Call it after the scheduler freed the blocks and before anything
-  // writes the pool. Other tier failures throw loom::Error.
+  // while saving the rest). Other tier failures throw loom::Error.
   int32_t swap_out(uint64_t request_id, std::span<const int32_t> block_table, int32_t num_tokens,
                    int32_t block_size);
 

@@ -38,6 +38,9 @@ const std::vector<KindInfo>& all_kinds() {
       {LOOM_KIND_SCHEDULER, "scheduler", LOOM_SCHEDULER_IFACE_MAJOR, LOOM_SCHEDULER_IFACE_MINOR,
        {
            {0, sizeof(loom_scheduler_vtable), sizeof(loom_scheduler_create_args)},
+           // 1.1 grows only host-owned structs (loom_sched_context: swap_available, preempt;
+           // loom_sched_output: rejected_reasons, reason_size): the plugin's sizes stay.
+           {1, sizeof(loom_scheduler_vtable), sizeof(loom_scheduler_create_args)},
        }},
       {LOOM_KIND_CACHE, "cache", LOOM_CACHE_IFACE_MAJOR, LOOM_CACHE_IFACE_MINOR,
        {

@@ -14,6 +14,7 @@
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
 #include "loom/sdk_config.hpp"
+#include "loom/sdk_scheduler.hpp"
 
 namespace {
 
@@ -83,30 +84,28 @@ class PriorityScheduler {
 
   // Design note. One step = (1) reject waiting requests that can never fit the pool,
   // (2) advance every running request by its gap (one decode token), highest priority first,
-  // preempting from the lowest-priority end of `running_` when the cache has no block to append,
+  // preempting from the lowest-priority end of `running_` when the cache has no block to append
+  // (the host swaps or frees the victim's blocks before ctx->preempt returns),
   // (3) admit waiting requests in priority order while the budget, max_num_seqs and the cache
   // allow; the first one that does not fit stops admission (no overtaking within the order).
   // Invariant: waiting_ and running_ are sorted by Entry::key; every running_ request holds
   // blocks; a request preempted this step is not re-admitted in the same step.
   loom_status schedule(const loom_sched_context* ctx, loom_sched_output* out) {
-    if (ctx == nullptr || out == nullptr || ctx->cache.vtable == nullptr) {
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "schedule: NULL context, output or cache");
-    }
-    out->num_scheduled = out->num_preempted = out->num_rejected = 0;
+    loom::sdk::SchedStep step(ctx, out, "scheduler priority");
     ErrorBuffer err;
     const loom_cache_handle& cache = ctx->cache;
     int32_t budget = cfg_.max_num_batched_tokens;
 
     // (1) Rejections: the cache says the request could never fit, even in an empty pool.
     for (size_t i = 0; i < waiting_.size();) {
-      const loom_request_view req = view(ctx, waiting_[i].id);
+      const loom_request_view req = step.request(waiting_[i].id);
       int32_t ok = 0;
       err.clear();
       loom::sdk::check(cache.vtable->fits(cache.self, req.max_total_tokens, &ok, err.buf()), err,
                        "cache fits");
       if (ok == 0) {
         host_.info("rejecting request ", req.request_id, ": ", err.str());
-        push(out->rejected, out->rejected_capacity, out->num_rejected, req.request_id, "rejected");
+        step.reject(req.request_id, err.str());
         waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
         ++i;
@@ -117,7 +116,7 @@ class PriorityScheduler {
     std::vector<uint64_t> preempted_now;
     for (size_t i = 0; i < running_.size(); ++i) {
       const Entry entry = running_[i];
-      const loom_request_view req = view(ctx, entry.id);
+      const loom_request_view req = step.request(entry.id);
       const int32_t n = req.num_tokens - req.num_computed_tokens;
       if (n <= 0 || n > budget) continue;
       bool self_preempted = false;
@@ -126,12 +125,11 @@ class PriorityScheduler {
         const loom_status s = cache.vtable->append(cache.self, &req, n, err.buf());
         if (s == LOOM_OK) break;
         if (s != LOOM_ERR_OUT_OF_MEMORY) loom::sdk::check(s, err, "cache append");
-        // Out of blocks: free the lowest-priority running request (possibly this one).
+        // Out of blocks: the host preempts the lowest-priority running request (possibly this
+        // one); schedulers never free blocks themselves.
         const Entry victim = running_.back();
         running_.pop_back();
-        err.clear();
-        loom::sdk::check(cache.vtable->free(cache.self, victim.id, err.buf()), err, "cache free");
-        push(out->preempted, out->preempted_capacity, out->num_preempted, victim.id, "preempted");
+        step.preempt(victim.id);
         preempted_now.push_back(victim.id);
         insert_sorted(waiting_, victim);
         ++num_preemptions_;
@@ -141,7 +139,7 @@ class PriorityScheduler {
         }
       }
       if (self_preempted) break;  // everything after it was lower priority and is gone too
-      schedule_one(out, entry.id, n, 0);
+      step.schedule(entry.id, n, 0);
       budget -= n;
     }
 
@@ -153,7 +151,7 @@ class PriorityScheduler {
         ++i;  // it just lost its blocks; it may come back next step
         continue;
       }
-      const loom_request_view req = view(ctx, entry.id);
+      const loom_request_view req = step.request(entry.id);
       const int32_t n = req.num_tokens - req.num_computed_tokens;
       if (n > budget) break;
       int32_t ok = 0;
@@ -166,7 +164,7 @@ class PriorityScheduler {
       loom::sdk::check(cache.vtable->allocate(cache.self, &req, n, &cached, err.buf()), err,
                        "cache allocate");
       cached = std::clamp(cached, 0, n);
-      schedule_one(out, entry.id, n - cached, cached);
+      step.schedule(entry.id, n - cached, cached);
       budget -= n - cached;
       waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
       insert_sorted(running_, entry);
@@ -183,16 +181,6 @@ class PriorityScheduler {
   }
 
  private:
-  static loom_request_view view(const loom_sched_context* ctx, uint64_t id) {
-    loom_request_view req{};
-    req.struct_size = sizeof(req);
-    const loom_status s = ctx->get_request(ctx->host_ctx, id, &req);
-    if (s != LOOM_OK) {
-      throw Error(s, "get_request(" + std::to_string(id) + "): " + loom::sdk::status_name(s));
-    }
-    return req;
-  }
-
   static bool find(const std::vector<Entry>& q, uint64_t id) {
     return std::any_of(q.begin(), q.end(), [id](const Entry& e) { return e.id == id; });
   }
@@ -202,22 +190,6 @@ class PriorityScheduler {
   }
   static void insert_sorted(std::vector<Entry>& q, const Entry& e) {
     q.insert(std::upper_bound(q.begin(), q.end(), e, before), e);
-  }
-  static void push(uint64_t* array, int32_t capacity, int32_t& count, uint64_t id,
-                   const char* what) {
-    if (count >= capacity) {
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string("schedule: ") + what + " array capacity " +
-                                                 std::to_string(capacity) + " exceeded");
-    }
-    array[count++] = id;
-  }
-  static void schedule_one(loom_sched_output* out, uint64_t id, int32_t n, int32_t cached) {
-    if (out->num_scheduled >= out->scheduled_capacity) {
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "schedule: scheduled array capacity " +
-                                                 std::to_string(out->scheduled_capacity) +
-                                                 " exceeded");
-    }
-    out->scheduled[out->num_scheduled++] = loom_scheduled_request{id, n, cached};
   }
 
   loom::sdk::Host host_;

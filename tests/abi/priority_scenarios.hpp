@@ -129,6 +129,7 @@ inline void scenario_rejection(PluginHost& host, const std::string& path) {
   h.add(2, 4, 4, 0, 2);
   const auto s = h.step();
   EXPECT_EQ(s.rejected, (Ids{1}));
+  EXPECT_EQ(s.reasons, (std::vector<std::string>{"20 tokens need 5 blocks, the pool has 4"}));
   EXPECT_EQ(s.scheduled, (Sched{{2, 4}}));
   EXPECT_EQ(h.stats().num_waiting, 0);
 }

@@ -17,8 +17,9 @@ namespace loom::test {
 
 struct StepResult {
   std::vector<std::pair<uint64_t, int32_t>> scheduled;  // (request id, num_new_tokens)
-  std::vector<uint64_t> preempted;
+  std::vector<uint64_t> preempted;  // in the order the scheduler proposed them
   std::vector<uint64_t> rejected;
+  std::vector<std::string> reasons;  // one per rejected
 };
 
 class SchedulerHarness {
@@ -53,6 +54,9 @@ class SchedulerHarness {
   StepResult step() {
     std::vector<loom_scheduled_request> scheduled(requests_.size() + 1);
     std::vector<uint64_t> preempted(requests_.size() + 1), rejected(requests_.size() + 1);
+    constexpr int32_t kReasonSize = 128;
+    std::vector<char> reasons(rejected.size() * kReasonSize, '\0');
+    result_ = StepResult{};
     loom_sched_output out{};
     out.struct_size = sizeof(out);
     out.scheduled = scheduled.data();
@@ -61,15 +65,19 @@ class SchedulerHarness {
     out.preempted_capacity = static_cast<int32_t>(preempted.size());
     out.rejected = rejected.data();
     out.rejected_capacity = static_cast<int32_t>(rejected.size());
+    out.rejected_reasons = reasons.data();
+    out.reason_size = kReasonSize;
     loom_sched_context ctx{};
     ctx.struct_size = sizeof(ctx);
     ctx.cache = cache_.handle();
     ctx.host_ctx = this;
     ctx.get_request = &SchedulerHarness::get_request;
     ctx.now_us = ++now_us_;
+    ctx.swap_available = 0;
+    ctx.preempt = &SchedulerHarness::preempt;
     scheduler_.call("schedule", &loom_scheduler_vtable::schedule, &ctx, &out);
 
-    StepResult result;
+    StepResult result = std::move(result_);
     for (int32_t i = 0; i < out.num_scheduled; ++i) {
       const auto& s = out.scheduled[i];
       result.scheduled.emplace_back(s.request_id, s.num_new_tokens);
@@ -82,12 +90,10 @@ class SchedulerHarness {
       }
       sync(r);
     }
-    for (int32_t i = 0; i < out.num_preempted; ++i) {
-      result.preempted.push_back(out.preempted[i]);
-      requests_.at(out.preempted[i]).view.num_computed_tokens = 0;
-    }
+    EXPECT_EQ(out.num_preempted, 0) << "interface 1.1 preempts through ctx.preempt";
     for (int32_t i = 0; i < out.num_rejected; ++i) {
       result.rejected.push_back(out.rejected[i]);
+      result.reasons.emplace_back(reasons.data() + static_cast<size_t>(i) * kReasonSize);
       scheduler_.call("remove_request", &loom_scheduler_vtable::remove_request, out.rejected[i]);
       requests_.erase(out.rejected[i]);
     }
@@ -110,6 +116,17 @@ class SchedulerHarness {
   };
   static void sync(Request& r) { r.view.token_ids = r.tokens.data(); }
 
+  // What the host does for a proposed preemption: free the blocks now, restart from token 0.
+  static loom_status preempt(void* host_ctx, uint64_t id, int32_t mode, loom_error_buf* err) {
+    auto* self = static_cast<SchedulerHarness*>(host_ctx);
+    auto it = self->requests_.find(id);
+    if (it == self->requests_.end() || mode != LOOM_PREEMPT_RECOMPUTE) return LOOM_ERR_INVALID_ARGUMENT;
+    self->cache_.handle().vtable->free(&self->cache_, id, err);
+    it->second.view.num_computed_tokens = 0;
+    self->result_.preempted.push_back(id);
+    return LOOM_OK;
+  }
+
   static loom_status get_request(void* host_ctx, uint64_t id, loom_request_view* out) {
     auto* self = static_cast<SchedulerHarness*>(host_ctx);
     auto it = self->requests_.find(id);
@@ -122,6 +139,7 @@ class SchedulerHarness {
   FakeCache& cache_;
   std::map<uint64_t, Request> requests_;
   int64_t now_us_ = 0;
+  StepResult result_;  // the preemptions of the schedule() call in progress
 };
 
 }  // namespace loom::test

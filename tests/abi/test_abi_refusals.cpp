@@ -100,15 +100,15 @@ TEST_F(AbiRefusals, ScoreZeroGivesThePluginsReason) {
 TEST_F(AbiRefusals, InterfaceMajorMismatchShowsBothVersions) {
   EXPECT_EQ(refusal(spec_of("major_newer")),
             head("major_newer") +
-                "scheduler interface 2.0 is incompatible with the host's 1.0 "
+                "scheduler interface 2.1 is incompatible with the host's 1.1 "
                 "(major 2 != 1)");
 }
 
 TEST_F(AbiRefusals, InterfaceMinorNewerShowsBothVersions) {
   EXPECT_EQ(refusal(spec_of("minor_newer")),
             head("minor_newer") +
-                "scheduler interface 1.7 is newer than the host's 1.0 "
-                "(minor 7 > 0); update the host");
+                "scheduler interface 1.8 is newer than the host's 1.1 "
+                "(minor 8 > 1); update the host");
 }
 
 TEST_F(AbiRefusals, KindMismatch) {
@@ -125,7 +125,7 @@ TEST_F(AbiRefusals, ShortVtable) {
   EXPECT_EQ(refusal(spec_of("short_vtable")), head("short_vtable") +
                                                   "vtable struct_size 8 is smaller than the " +
                                                   std::to_string(sizeof(loom_scheduler_vtable)) +
-                                                  " bytes of a scheduler 1.0 vtable");
+                                                  " bytes of a scheduler 1." + std::to_string(LOOM_SCHEDULER_IFACE_MINOR) + " vtable");
 }
 
 TEST_F(AbiRefusals, NullDescriptor) {

@@ -3,8 +3,10 @@
 // scheduling contract at every step:
 //   - a scheduled request is live, appears once, advances 1..gap tokens, and the cache holds
 //     room for everything it will have computed;
-//   - a preempted request is not scheduled in the same step, and holds no blocks after it;
-//   - a request too long for the whole pool is rejected, never scheduled;
+//   - preemption is proposed through ctx.preempt (the simulated host frees the blocks at once);
+//     a scheduler never calls the cache's free, and a preempted request is not scheduled in the
+//     same step;
+//   - a request too long for the whole pool is rejected with the cache's reason, never scheduled;
 //   - every request finishes (no starvation, no deadlock) and the pool ends empty.
 #include <gtest/gtest.h>
 
@@ -127,9 +129,26 @@ class SchedulerConformance : public ::testing::TestWithParam<std::tuple<std::str
     return v;
   }
 
+  // The host's side of a proposed preemption: free now (the real cache), restart from token 0.
+  static loom_status preempt(void* ctx, uint64_t id, int32_t mode, loom_error_buf*) {
+    auto* self = static_cast<SchedulerConformance*>(ctx);
+    EXPECT_EQ(mode, LOOM_PREEMPT_RECOMPUTE) << "no tier: swap_available is 0";
+    auto it = self->reqs_.find(id);
+    if (it == self->reqs_.end() || !self->preempted_now_.insert(id).second) return LOOM_ERR_INVALID_ARGUMENT;
+    self->cache_->call(&loom_cache_vtable::free, id);
+    it->second.computed = 0;
+    return LOOM_OK;
+  }
+  static loom_status scheduler_free(void*, uint64_t id, loom_error_buf*) {
+    ADD_FAILURE() << "the scheduler freed request " << id << "'s blocks itself";
+    return LOOM_ERR_UNSUPPORTED;
+  }
+
   ThreadPool threads_{1};
   PluginHost host_{threads_, {}};
   std::map<uint64_t, Req> reqs_;
+  const CacheRef* cache_ = nullptr;
+  std::set<uint64_t> preempted_now_;
 };
 
 TEST_P(SchedulerConformance, RandomWorkloadKeepsTheContract) {
@@ -153,6 +172,10 @@ TEST_P(SchedulerConformance, RandomWorkloadKeepsTheContract) {
   GrowingCache fake;
   const CacheRef cache = growing ? CacheRef{&fake, &kGrowingVtable}
                                  : CacheRef{contiguous->self(), &contiguous->vtable<loom_cache_vtable>()};
+  cache_ = &cache;
+  // What the scheduler sees: the same cache, but free is not its to call.
+  loom_cache_vtable scheduler_vt = *cache.vt;
+  scheduler_vt.free = &SchedulerConformance::scheduler_free;
   int64_t preemptions = 0;
   const int32_t pool_tokens = 40 * 8;
 
@@ -163,6 +186,8 @@ TEST_P(SchedulerConformance, RandomWorkloadKeepsTheContract) {
   int64_t step = 0;
   std::vector<loom_scheduled_request> sched_buf(128);
   std::vector<uint64_t> pre_buf(128), rej_buf(128);
+  constexpr int32_t kReasonSize = 128;
+  std::vector<char> reasons(128 * kReasonSize, '\0');
 
   while (finished.size() + rejected_seen.size() < static_cast<size_t>(kRequests)) {
     ASSERT_LT(step, 5000) << "requests never finish";
@@ -185,10 +210,12 @@ TEST_P(SchedulerConformance, RandomWorkloadKeepsTheContract) {
 
     loom_sched_context ctx{};
     ctx.struct_size = sizeof(ctx);
-    ctx.cache = loom_cache_handle{cache.self, cache.vt};
+    ctx.cache = loom_cache_handle{cache.self, &scheduler_vt};
     ctx.host_ctx = this;
     ctx.get_request = &SchedulerConformance::get_request;
     ctx.now_us = step;
+    ctx.swap_available = 0;
+    ctx.preempt = &SchedulerConformance::preempt;
     loom_sched_output out{};
     out.struct_size = sizeof(out);
     out.scheduled = sched_buf.data();
@@ -197,19 +224,27 @@ TEST_P(SchedulerConformance, RandomWorkloadKeepsTheContract) {
     out.preempted_capacity = 128;
     out.rejected = rej_buf.data();
     out.rejected_capacity = 128;
+    out.rejected_reasons = reasons.data();
+    out.reason_size = kReasonSize;
+    preempted_now_.clear();
     sched->call("schedule", &loom_scheduler_vtable::schedule, &ctx, &out);
+    EXPECT_EQ(out.num_preempted, 0) << "interface 1.1 preempts through ctx.preempt";
 
-    std::set<uint64_t> preempted(pre_buf.begin(), pre_buf.begin() + out.num_preempted);
+    const std::set<uint64_t> preempted = preempted_now_;
     for (uint64_t id : preempted) {
       loom_block_list l{};
       EXPECT_NE(cache.call(&loom_cache_vtable::block_table, id, &l), LOOM_OK)
           << "preempted request " << id << " still holds blocks";
-      reqs_.at(id).computed = 0;
       ++preemptions;
     }
     for (int32_t i = 0; i < out.num_rejected; ++i) {
       const uint64_t id = rej_buf[static_cast<size_t>(i)];
       EXPECT_TRUE(rejected_expected.count(id)) << "request " << id << " fits the pool but was rejected";
+      EXPECT_NE(std::string(reasons.data() + static_cast<size_t>(i) * kReasonSize), "")
+          << "request " << id << " rejected without a reason";
+      if (growing) {
+        EXPECT_EQ(std::string(reasons.data() + static_cast<size_t>(i) * kReasonSize), "too long");
+      }
       rejected_seen.insert(id);
       reqs_.erase(id);
       sched->call("remove_request", &loom_scheduler_vtable::remove_request, id);

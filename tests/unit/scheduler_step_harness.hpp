@@ -107,7 +107,16 @@ class SchedulerSteps : public ::testing::Test {
     *out = self->view(id);
     return LOOM_OK;
   }
-  // One step as the engine runs it: schedule; reset the preempted, drop the rejected; advance
+  // What the host does for a proposed preemption: free the blocks now, restart from token 0.
+  static loom_status preempt(void* ctx, uint64_t id, int32_t mode, loom_error_buf*) {
+    auto* self = static_cast<SchedulerSteps*>(ctx);
+    if (!self->reqs_.count(id) || mode != LOOM_PREEMPT_RECOMPUTE) return LOOM_ERR_INVALID_ARGUMENT;
+    self->cache_.held.erase(id);
+    self->reqs_.at(id).computed = 0;
+    self->preempted_.push_back(id);
+    return LOOM_OK;
+  }
+  // One step as the engine runs it: schedule (preempting as proposed); drop the rejected; advance
   // computed tokens, sample a token for every request whose tokens are all computed, and finish
   // (remove, free) those that reach max_total.
   Sched step() {
@@ -116,8 +125,11 @@ class SchedulerSteps : public ::testing::Test {
     ctx.cache = loom_cache_handle{&cache_, &kFakeVtable};
     ctx.host_ctx = this;
     ctx.get_request = &SchedulerSteps::get_request;
+    ctx.preempt = &SchedulerSteps::preempt;
     std::vector<loom_scheduled_request> s(16);
     std::vector<uint64_t> pre(16), rej(16);
+    constexpr int32_t kReasonSize = 64;
+    std::vector<char> reasons(16 * kReasonSize, '\0');
     loom_sched_output out{};
     out.struct_size = sizeof(out);
     out.scheduled = s.data();
@@ -126,10 +138,14 @@ class SchedulerSteps : public ::testing::Test {
     out.preempted_capacity = 16;
     out.rejected = rej.data();
     out.rejected_capacity = 16;
+    out.rejected_reasons = reasons.data();
+    out.reason_size = kReasonSize;
+    preempted_.clear();
     sched_->call("schedule", &loom_scheduler_vtable::schedule, &ctx, &out);
-    preempted_.assign(pre.begin(), pre.begin() + out.num_preempted);
+    EXPECT_EQ(out.num_preempted, 0) << "interface 1.1 preempts through ctx.preempt";
     rejected_.assign(rej.begin(), rej.begin() + out.num_rejected);
-    for (uint64_t id : preempted_) reqs_.at(id).computed = 0;
+    reasons_.clear();
+    for (int32_t i = 0; i < out.num_rejected; ++i) reasons_.emplace_back(reasons.data() + i * kReasonSize);
     for (uint64_t id : rejected_) {
       reqs_.erase(id);
       sched_->call("remove_request", &loom_scheduler_vtable::remove_request, id);
@@ -167,7 +183,8 @@ class SchedulerSteps : public ::testing::Test {
   std::unique_ptr<LoadedPlugin> sched_;
   FakeCache cache_;
   std::map<uint64_t, Req> reqs_;
-  Ids preempted_, rejected_;
+  Ids preempted_, rejected_;  // of the last step; preempted_ in the order proposed
+  std::vector<std::string> reasons_;  // one per rejected_
 };
 
 }  // namespace loom::test

@@ -46,6 +46,7 @@ TEST_F(Static, RejectsWhatCanNeverFit) {
   add(2, 4, 20);
   EXPECT_EQ(step(), (Sched{{2, 4}}));
   EXPECT_EQ(rejected_, (Ids{1}));
+  EXPECT_EQ(reasons_, (std::vector<std::string>{"needs 21 > 20"})) << "the cache's fits reason, in the output";
 }
 
 TEST_F(Static, PreemptedMembersStayInTheBatch) {

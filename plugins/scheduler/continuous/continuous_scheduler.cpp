@@ -48,8 +48,7 @@ struct Entry {
 
 // What one schedule() call accumulates while it walks the queues.
 struct StepState {
-  const loom_sched_context& ctx;
-  loom_sched_output& out;
+  loom::sdk::SchedStep& step;
   CacheClient& cache;
   int32_t budget;
   bool preempted_any = false;
@@ -85,8 +84,8 @@ class ContinuousScheduler {
     //    partially prefilled requests advance min(gap, budget left, long_prefill_token_threshold)
     //    tokens, so a long prompt is spread over steps instead of stalling everyone's decode.
     // 2. Room comes from ctx->cache.append. When it is out of blocks, the newest running request
-    //    not yet scheduled this step is preempted (blocks freed, back to waiting, recomputed
-    //    later) and the append retried. Requests already preempted preemption_aging_steps times
+    //    not yet scheduled this step is preempted (the host swaps or frees its blocks at once; it
+    //    goes back to waiting) and the append retried. Requests already preempted preemption_aging_steps times
     //    are passed over as victims while any other candidate exists, so a long request is not
     //    thrown out forever by newer ones. When the victim is the request being scheduled it
     //    preempts itself and the step stops there: the cache is full.
@@ -94,12 +93,11 @@ class ContinuousScheduler {
     //    (oldest arrival first), then higher priority, then previously preempted ones (they go back
     //    to the front), then arrival. Admission stops at the first that cannot be allocated now,
     //    so a large request is not overtaken forever by small ones; one that can never fit the
-    //    pool is rejected. Nothing is admitted in a step that preempted: the pool is full, and
-    //    a preempted request's token counts are only reset by the host after this step.
-    loom_sched::check_schedule_args(c, o);
+    //    pool is rejected with the cache's reason. Nothing is admitted in a step that preempted:
+    //    the pool is full.
+    loom::sdk::SchedStep step(c, o, "scheduler continuous");
     ++step_;
-    CacheClient cache(c->cache);
-    StepState st{*c, *o, cache, cfg_.max_num_batched_tokens, false, {}};
+    StepState st{step, step.cache(), cfg_.max_num_batched_tokens, false, {}};
     if (run_pass(st, /*decodes=*/true) && run_pass(st, /*decodes=*/false) && !st.preempted_any) admit_waiting(st);
   }
 
@@ -123,7 +121,7 @@ class ContinuousScheduler {
     for (size_t i = 0; i < running_.size() && st.budget > 0; ++i) {
       const uint64_t id = running_[i].id;
       if (st.scheduled.count(id) != 0) continue;
-      const loom_request_view req = loom_sched::request_view(st.ctx, id);
+      const loom_request_view req = st.step.request(id);
       const int32_t gap = req.num_tokens - req.num_computed_tokens;
       if (gap <= 0) continue;
       const bool decode = gap == 1 || req.num_computed_tokens >= req.num_prompt_tokens;
@@ -136,7 +134,7 @@ class ContinuousScheduler {
         if (self) return false;
         if (v < i) --i;  // an older, not yet scheduled prefill gave way: keep pointing at `id`
       }
-      loom_sched::push_scheduled(st.out, id, n, 0);
+      st.step.schedule(id, n, 0);
       st.scheduled.insert(id);
       st.budget -= n;
     }
@@ -156,14 +154,14 @@ class ContinuousScheduler {
     return fallback;
   }
 
+  // The host carries the preemption out (swap, then free) before step.preempt returns.
   void preempt(size_t index, StepState& st) {
     Entry e = running_[index];
-    st.cache.free(e.id);
+    st.step.preempt(e.id);
     running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
     ++e.num_preemptions;
     e.waiting_since = step_;
     waiting_.push_back(e);
-    loom_sched::push_preempted(st.out, e.id);
     ++num_preemptions_;
     st.preempted_any = true;
   }
@@ -180,10 +178,8 @@ class ContinuousScheduler {
       const auto best = std::min_element(waiting_.begin(), waiting_.end(), [this](const Entry& a, const Entry& b) {
         return admission_key(a) < admission_key(b);
       });
-      const loom_request_view req = loom_sched::request_view(st.ctx, best->id);
-      std::string reason;
-      if (!st.cache.fits(req.max_total_tokens, &reason)) {
-        loom_sched::push_rejected(st.out, best->id);
+      const loom_request_view req = st.step.request(best->id);
+      if (st.step.reject_if_never_fits(req)) {
         waiting_.erase(best);
         continue;
       }
@@ -202,7 +198,7 @@ class ContinuousScheduler {
       Entry e = *best;
       waiting_.erase(best);
       running_.push_back(e);
-      loom_sched::push_scheduled(st.out, e.id, n, cached);
+      st.step.schedule(e.id, n, cached);
       st.scheduled.insert(e.id);
       st.budget -= n;
     }

@@ -11,6 +11,7 @@
 #include "loom/sdk.hpp"
 #include "common/scheduler_support.hpp"
 #include "loom/sdk_cache_client.hpp"
+#include "loom/sdk_scheduler.hpp"
 
 namespace {
 
@@ -53,30 +54,23 @@ class FcfsScheduler {
     // part of the gap, whether that is a prompt chunk or one decode token.
     // 1. Running requests first, oldest first: each gets min(gap, budget) tokens, appended through
     //    the cache. When the cache is out of blocks, the most recently admitted running request
-    //    is preempted (its blocks freed, it goes back to the front of waiting, the host recomputes
-    //    it later) and the append is retried; a request that is itself the newest preempts itself.
+    //    is preempted (the host swaps or frees its blocks at once, it goes back to the front of
+    //    waiting) and the append is retried; a request that is itself the newest preempts itself.
     //    Preempted requests were never scheduled this step: scheduling walks from the oldest and
     //    preemption takes from the newest.
     // 2. Then waiting requests in arrival order, while there is a free sequence slot and token
-    //    budget: one that can never fit the pool is rejected; the first one that cannot be
-    //    allocated now stops admission (strict FCFS: nobody overtakes it); otherwise it gets
-    //    min(remaining prompt, budget) tokens, so a long prompt is chunked across steps.
-    //    No admission in a step that preempted: the pool is full, and a preempted request's
-    //    token counts are only reset by the host after this step.
-    if (c == nullptr || o == nullptr || c->cache.vtable == nullptr)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "schedule: context, cache or output is null");
-    const loom_sched_context& ctx = *c;
-    loom_sched_output& out = *o;
-    out.num_scheduled = 0;
-    out.num_preempted = 0;
-    out.num_rejected = 0;
-    Cache cache(ctx.cache);
+    //    budget: one that can never fit the pool is rejected with the cache's reason; the first
+    //    one that cannot be allocated now stops admission (strict FCFS: nobody overtakes it);
+    //    otherwise it gets min(remaining prompt, budget) tokens, so a long prompt is chunked
+    //    across steps. No admission in a step that preempted: the pool is full.
+    loom::sdk::SchedStep st(c, o, "scheduler fcfs");
+    Cache& cache = st.cache();
     int32_t budget = cfg_.max_num_batched_tokens;
     bool preempted_any = false;
 
     for (size_t i = 0; i < running_.size() && budget > 0;) {
       const uint64_t id = running_[i];
-      const loom_request_view req = view(ctx, id);
+      const loom_request_view req = st.request(id);
       const int32_t gap = req.num_tokens - req.num_computed_tokens;
       if (gap <= 0) {
         ++i;
@@ -86,7 +80,7 @@ class FcfsScheduler {
       bool self_preempted = false;
       while (!cache.append(req, n)) {
         const uint64_t victim = running_.back();
-        preempt(cache, victim, out);
+        preempt(st, victim);
         preempted_any = true;
         if (victim == id) {
           self_preempted = true;
@@ -94,7 +88,7 @@ class FcfsScheduler {
         }
       }
       if (self_preempted) break;  // it was the newest: nobody after it is left running
-      push_scheduled(out, id, n, 0);
+      st.schedule(id, n, 0);
       budget -= n;
       ++i;
     }
@@ -102,10 +96,8 @@ class FcfsScheduler {
     while (!preempted_any && !waiting_.empty() && static_cast<int32_t>(running_.size()) < cfg_.max_num_seqs &&
            budget > 0) {
       const uint64_t id = waiting_.front();
-      const loom_request_view req = view(ctx, id);
-      std::string reason;
-      if (!cache.fits(req.max_total_tokens, &reason)) {
-        push_id(out.rejected, out.rejected_capacity, out.num_rejected, id, "rejected");
+      const loom_request_view req = st.request(id);
+      if (st.reject_if_never_fits(req)) {
         waiting_.pop_front();
         continue;
       }
@@ -116,14 +108,14 @@ class FcfsScheduler {
       const int32_t cached = cache.allocate(req, room);
       const int32_t n = room - cached;
       if (n <= 0) {
-        cache.free(id);
+        // The host frees what was allocated when the failed step ends the request.
         throw Error(LOOM_ERR_INTERNAL, "scheduler fcfs: the cache reported all " + std::to_string(cached) +
                                            " tokens of request " + std::to_string(id) +
                                            " as cached; at least one must be computed");
       }
       waiting_.pop_front();
       running_.push_back(id);
-      push_scheduled(out, id, n, cached);
+      st.schedule(id, n, cached);
       budget -= n;
     }
   }
@@ -140,32 +132,12 @@ class FcfsScheduler {
     return std::find(c.begin(), c.end(), id) != c.end();
   }
 
-  static loom_request_view view(const loom_sched_context& ctx, uint64_t id) {
-    loom_request_view v{};
-    v.struct_size = sizeof(v);
-    if (ctx.get_request == nullptr || ctx.get_request(ctx.host_ctx, id, &v) != LOOM_OK)
-      throw Error(LOOM_ERR_NOT_FOUND, "scheduler fcfs: the host does not know request " + std::to_string(id));
-    return v;
-  }
-
-  void preempt(Cache& cache, uint64_t id, loom_sched_output& out) {
-    cache.free(id);
+  // The host carries the preemption out (swap, then free) before this returns.
+  void preempt(loom::sdk::SchedStep& st, uint64_t id) {
+    st.preempt(id);
     running_.erase(std::remove(running_.begin(), running_.end(), id), running_.end());
     waiting_.push_front(id);
-    push_id(out.preempted, out.preempted_capacity, out.num_preempted, id, "preempted");
     ++num_preemptions_;
-  }
-
-  static void push_scheduled(loom_sched_output& out, uint64_t id, int32_t n, int32_t cached) {
-    if (out.num_scheduled >= out.scheduled_capacity)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "scheduler fcfs: the scheduled array is full");
-    out.scheduled[out.num_scheduled++] = loom_scheduled_request{id, n, cached};
-  }
-
-  static void push_id(uint64_t* arr, int32_t capacity, int32_t& count, uint64_t id, const char* what) {
-    if (count >= capacity)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, std::string("scheduler fcfs: the ") + what + " array is full");
-    arr[count++] = id;
   }
 
   Config cfg_;

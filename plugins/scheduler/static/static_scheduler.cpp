@@ -55,16 +55,13 @@ class StaticScheduler {
     //    preempted) are allocated when the cache can hold their first chunk now; the others wait
     //    for a later step of the same batch.
     // 3. When an append runs out of blocks, the most recently allocated member not scheduled this
-    //    step is preempted: blocks freed, it stays in the batch and is recomputed once there is
-    //    room. If that is the member itself, the step stops there. So the first member holding
+    //    step is preempted (the host swaps or frees its blocks at once): it stays in the batch and
+    //    comes back once there is room. If that is the member itself, the step stops there. So the first member holding
     //    blocks at the start of a step always advances (alone it fits: fits() said so) and the
-    //    batch drains. No member is allocated in a step that preempted: the pool is full, and the
-    //    host resets a preempted request's token counts only after the step.
-    loom_sched::check_schedule_args(c, o);
-    const loom_sched_context& ctx = *c;
-    loom_sched_output& out = *o;
-    CacheClient cache(ctx.cache);
-    if (batch_.empty()) form_batch(ctx, cache, out);
+    //    batch drains. No member is allocated in a step that preempted: the pool is full.
+    loom::sdk::SchedStep step(c, o, "scheduler static");
+    CacheClient& cache = step.cache();
+    if (batch_.empty()) form_batch(step);
 
     int32_t budget = cfg_.max_num_batched_tokens;
     bool preempted_any = false;
@@ -72,14 +69,14 @@ class StaticScheduler {
     for (size_t i = 0; i < batch_.size() && budget > 0; ++i) {
       const uint64_t id = batch_[i];
       if (!contains(allocated_, id)) continue;
-      const loom_request_view req = loom_sched::request_view(ctx, id);
+      const loom_request_view req = step.request(id);
       const int32_t gap = req.num_tokens - req.num_computed_tokens;
       if (gap <= 0) continue;
       const int32_t n = std::min(gap, budget);
       bool self_preempted = false;
       while (!cache.append(req, n)) {
         const uint64_t victim = pick_victim(scheduled);
-        preempt(cache, victim, out);
+        preempt(step, victim);
         preempted_any = true;
         if (victim == id) {
           self_preempted = true;
@@ -87,19 +84,19 @@ class StaticScheduler {
         }
       }
       if (self_preempted) return;
-      loom_sched::push_scheduled(out, id, n, 0);
+      step.schedule(id, n, 0);
       scheduled.insert(id);
       budget -= n;
     }
     for (size_t i = 0; i < batch_.size() && budget > 0 && !preempted_any; ++i) {
       const uint64_t id = batch_[i];
       if (contains(allocated_, id)) continue;
-      const loom_request_view req = loom_sched::request_view(ctx, id);
+      const loom_request_view req = step.request(id);
       int32_t n = 0;
       int32_t cached = 0;
       if (!loom_sched::admit(cache, req, cache.match_prefix(req), budget, &n, &cached)) continue;
       allocated_.push_back(id);
-      loom_sched::push_scheduled(out, id, n, cached);
+      step.schedule(id, n, cached);
       budget -= n;
     }
   }
@@ -116,14 +113,12 @@ class StaticScheduler {
     return std::find(c.begin(), c.end(), id) != c.end();
   }
 
-  void form_batch(const loom_sched_context& ctx, CacheClient& cache, loom_sched_output& out) {
+  void form_batch(loom::sdk::SchedStep& step) {
     while (!waiting_.empty() && static_cast<int32_t>(batch_.size()) < cfg_.max_num_seqs) {
       const uint64_t id = waiting_.front();
       waiting_.pop_front();
-      const loom_request_view req = loom_sched::request_view(ctx, id);
-      std::string reason;
-      if (cache.fits(req.max_total_tokens, &reason)) batch_.push_back(id);
-      else loom_sched::push_rejected(out, id);
+      const loom_request_view req = step.request(id);
+      if (!step.reject_if_never_fits(req)) batch_.push_back(id);
     }
   }
 
@@ -136,10 +131,10 @@ class StaticScheduler {
     throw Error(LOOM_ERR_INTERNAL, "scheduler static: no preemption candidate");
   }
 
-  void preempt(CacheClient& cache, uint64_t id, loom_sched_output& out) {
-    cache.free(id);
+  // The host carries the preemption out (swap, then free) before step.preempt returns.
+  void preempt(loom::sdk::SchedStep& step, uint64_t id) {
+    step.preempt(id);
     allocated_.erase(std::remove(allocated_.begin(), allocated_.end(), id), allocated_.end());
-    loom_sched::push_preempted(out, id);
     ++num_preemptions_;
   }
 

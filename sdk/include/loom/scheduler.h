@@ -1,6 +1,35 @@
 /* Scheduler plugins: which requests run each step and how many tokens each advances.
  * "Schedule tokens, not phases": a prefill chunk, one decode token and k+1 verify tokens are all
- * just num_new_tokens for a request whose num_computed_tokens lags its num_tokens. */
+ * just num_new_tokens for a request whose num_computed_tokens lags its num_tokens.
+ *
+ * Threading and lifetime contract
+ * - One thread, the engine thread, makes every call into a scheduler instance (create, the
+ *   vtable members, destroy); calls never overlap, so an instance needs no locking.
+ * - loom_request_view passed to add_request: valid for the call only (copy what you keep).
+ * - loom_sched_context and loom_sched_output: host-owned, valid for one schedule() call only.
+ *   The cache handle, get_request and preempt may be called any number of times during it, from
+ *   the calling thread only, never after it returns. A request view that get_request fills points
+ *   into host memory valid until the next get_request, preempt or cache call.
+ *
+ * Who owns KV memory (interface 1.1)
+ * - The host is the only one that frees blocks or moves their contents. A scheduler may call the
+ *   cache's fits, match_prefix, can_allocate, allocate and append; it never calls the cache's
+ *   free (the host hands 1.1 schedulers a cache handle whose free refuses).
+ * - To make room a scheduler PROPOSES a preemption through ctx->preempt(host_ctx, id, mode, err).
+ *   The host carries it out at once, before preempt returns, in call order: with
+ *   LOOM_PREEMPT_SWAP it first saves the request's computed tokens' blocks from its live block
+ *   table into the cache_offload tier, then (both modes) frees the blocks through the cache and
+ *   resets the request to num_computed_tokens = 0 (what the tier kept is restored instead of
+ *   recomputed when it is scheduled again). The room is free for the rest of this schedule()
+ *   call. The request stays in the scheduler's queues; the host records the preemption itself
+ *   (a 1.1 scheduler leaves out->num_preempted at 0). A request preempted in a call must not be
+ *   in out->scheduled of that call.
+ * - A request that can never run is listed in out->rejected with its reason in
+ *   out->rejected_reasons; the host finishes it with that message and calls remove_request.
+ *
+ * Interface 1.0 schedulers (no preempt, no reasons) still load: they free a victim's blocks
+ * themselves and list it in out->preempted; the host then resets it to recompute (it cannot swap
+ * blocks already freed) and asks the cache for a rejected request's reason. */
 #ifndef LOOM_SCHEDULER_H
 #define LOOM_SCHEDULER_H
 
@@ -12,7 +41,7 @@ extern "C" {
 #endif
 
 #define LOOM_SCHEDULER_IFACE_MAJOR 1
-#define LOOM_SCHEDULER_IFACE_MINOR 0
+#define LOOM_SCHEDULER_IFACE_MINOR 1
 
 typedef struct loom_scheduler_create_args {
   uint32_t struct_size;
@@ -25,6 +54,13 @@ typedef struct loom_cache_handle {
   const loom_cache_vtable* vtable;
 } loom_cache_handle;
 
+/* How a preempted request gets its KV back (interface 1.1). */
+typedef enum loom_preempt_mode {
+  LOOM_PREEMPT_RECOMPUTE = 0, /* blocks freed; its tokens are computed again when rescheduled */
+  LOOM_PREEMPT_SWAP = 1       /* blocks saved to the cache_offload tier, then freed; restored from
+                                 the tier when rescheduled (only when ctx->swap_available) */
+} loom_preempt_mode;
+
 /* What schedule() may consult. Valid for the duration of the call. */
 typedef struct loom_sched_context {
   uint32_t struct_size;
@@ -33,6 +69,12 @@ typedef struct loom_sched_context {
   /* Fills *out with the request's current state (token counts change between steps). */
   loom_status (*get_request)(void* host_ctx, uint64_t request_id, loom_request_view* out);
   int64_t now_us;  /* steady-clock microseconds at the start of this step */
+  /* --- interface 1.1 --- */
+  /* Nonzero when a cache_offload tier is configured: LOOM_PREEMPT_SWAP is accepted. */
+  int32_t swap_available;
+  /* Preempts a running request now (see the contract at the top); mode is a loom_preempt_mode.
+   * LOOM_ERR_INVALID_ARGUMENT for an unknown or already preempted id, or SWAP without a tier. */
+  loom_status (*preempt)(void* host_ctx, uint64_t request_id, int32_t mode, loom_error_buf* err);
 } loom_sched_context;
 
 typedef struct loom_scheduled_request {
@@ -48,8 +90,8 @@ typedef struct loom_sched_output {
   loom_scheduled_request* scheduled;
   int32_t scheduled_capacity;
   int32_t num_scheduled;
-  /* Requests whose blocks the scheduler freed to make room; the host resets them to recompute
-   * (num_computed_tokens = 0). They stay in the scheduler's queue. */
+  /* Interface 1.0 only: requests whose blocks the scheduler freed to make room; the host resets
+   * them to recompute. They stay in the scheduler's queue. 1.1 schedulers call ctx->preempt. */
   uint64_t* preempted;
   int32_t preempted_capacity;
   int32_t num_preempted;
@@ -58,6 +100,11 @@ typedef struct loom_sched_output {
   uint64_t* rejected;
   int32_t rejected_capacity;
   int32_t num_rejected;
+  /* --- interface 1.1 --- */
+  /* [rejected_capacity, reason_size] chars: row i holds rejected[i]'s reason, NUL-terminated
+   * (truncated to reason_size - 1 chars), e.g. the cache's fits message. */
+  char* rejected_reasons;
+  int32_t reason_size;
 } loom_sched_output;
 
 typedef struct loom_sched_stats {
@@ -74,8 +121,8 @@ typedef struct loom_scheduler_vtable {
   /* Forgets a finished or aborted request. The host frees its blocks itself. Unknown ids are not
    * an error. */
   loom_status (*remove_request)(void* self, uint64_t request_id, loom_error_buf* err);
-  /* Decides this step: fills out->scheduled (and preempted/rejected), allocating or appending
-   * KV room through ctx->cache for every scheduled token. */
+  /* Decides this step: fills out->scheduled and out->rejected, allocating or appending KV room
+   * through ctx->cache for every scheduled token and preempting through ctx->preempt. */
   loom_status (*schedule)(void* self, const loom_sched_context* ctx, loom_sched_output* out,
                           loom_error_buf* err);
   /* Queue depth and counters. */

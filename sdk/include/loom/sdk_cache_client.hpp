@@ -1,5 +1,7 @@
 // For scheduler plugins: the cache instance the host hands to schedule(), as a small C++ client
 // whose calls throw loom::sdk::Error with the cache's message when a status is not LOOM_OK.
+// It has no free: schedulers never free blocks; they propose preemptions to the host
+// (loom::sdk::SchedStep::preempt, loom/scheduler.h).
 #pragma once
 
 #include <cstdint>
@@ -49,10 +51,6 @@ class CacheClient {
     if (s == LOOM_ERR_OUT_OF_MEMORY) return false;
     loom::sdk::check(s, err_, "cache append");
     return true;
-  }
-  void free(uint64_t id) {
-    err_.clear();
-    loom::sdk::check(h_.vtable->free(h_.self, id, err_.buf()), err_, "cache free");
   }
 
  private:

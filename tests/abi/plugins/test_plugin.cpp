@@ -3,6 +3,7 @@
 // of each can be tested. Case kGood is a correct plugin: it schedules each request's whole gap,
 // in arrival order, without a token budget.
 #include <algorithm>
+#include <cstdio>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -32,6 +33,12 @@ enum Case {
   kVariantLow = 10,   // score 1
   kVariantHigh = 11,  // score 5
   kNullDesc = 12,     // entry returns NULL
+  kFreesItself = 13,  // schedule() calls the cache's free (only the host may)
+  kSchedulesPreempted = 14,  // schedule() preempts a request, then schedules it anyway
+  kSwapsWithoutTier = 15,    // schedule() asks for LOOM_PREEMPT_SWAP with swap_available == 0
+  kPreemptsTwice = 16,       // schedule() preempts the same request twice
+  kListsPreempted = 17,      // a 1.1 scheduler fills out->preempted (the 1.0 way)
+  kRejectsWithReason = 18,   // schedule() rejects every request, with a reason
 };
 constexpr int kCase = LOOM_TEST_CASE;
 
@@ -63,6 +70,16 @@ class TestScheduler {
   }
   void schedule(const loom_sched_context* ctx, loom_sched_output* out) {
     out->num_scheduled = out->num_preempted = out->num_rejected = 0;
+    if (kCase >= kFreesItself && kCase <= kListsPreempted && !queue_.empty()) misbehave(*ctx, *out);
+    if (kCase == kRejectsWithReason) {
+      for (uint64_t id : queue_) {
+        std::snprintf(out->rejected_reasons + out->num_rejected * out->reason_size,
+                      static_cast<size_t>(out->reason_size), "the test scheduler rejects request %llu",
+                      static_cast<unsigned long long>(id));
+        out->rejected[out->num_rejected++] = id;
+      }
+      return;
+    }
     for (uint64_t id : queue_) {
       loom_request_view req{};
       req.struct_size = sizeof(req);
@@ -73,6 +90,36 @@ class TestScheduler {
       }
     }
   }
+  // The contract breaches the host must refuse (cases kFreesItself..kListsPreempted).
+  void misbehave(const loom_sched_context& ctx, loom_sched_output& out) {
+    const uint64_t id = queue_.front();
+    loom::sdk::ErrorBuffer err;
+    auto preempt = [&](int32_t mode) {
+      err.clear();
+      loom::sdk::check(ctx.preempt(ctx.host_ctx, id, mode, err.buf()), err, "host preempt");
+    };
+    switch (kCase) {
+      case kFreesItself:
+        loom::sdk::check(ctx.cache.vtable->free(ctx.cache.self, id, err.buf()), err, "cache free");
+        break;
+      case kSchedulesPreempted:
+        preempt(LOOM_PREEMPT_RECOMPUTE);  // and the loop below schedules it
+        break;
+      case kSwapsWithoutTier:
+        preempt(LOOM_PREEMPT_SWAP);
+        break;
+      case kPreemptsTwice:
+        preempt(LOOM_PREEMPT_RECOMPUTE);
+        preempt(LOOM_PREEMPT_RECOMPUTE);
+        break;
+      case kListsPreempted:
+        out.preempted[out.num_preempted++] = id;
+        break;
+      default:
+        break;
+    }
+  }
+
   void stats(loom_sched_stats* out) {
     out->num_waiting = static_cast<int32_t>(queue_.size());
     out->num_running = 0;

@@ -1,0 +1,123 @@
+#include "core/engine/plugin_handles.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdio>
+#include <cstring>
+
+#include "core/common/error.hpp"
+#include "loom/sdk_core.hpp"
+
+namespace loom {
+namespace {
+
+loom_status refuse_free(void*, uint64_t request_id, loom_error_buf* err) {
+  if (err != nullptr && err->data != nullptr && err->capacity > 0) {
+    std::snprintf(err->data, err->capacity,
+                  "schedulers never free blocks (request %llu): propose a preemption through ctx->preempt",
+                  static_cast<unsigned long long>(request_id));
+  }
+  return LOOM_ERR_UNSUPPORTED;
+}
+
+}  // namespace
+
+CacheHandle::CacheHandle(const LoadedPlugin& cache)
+    : cache_(&cache), vtable_(&cache.vtable<loom_cache_vtable>()), scheduler_vtable_{} {
+  // Reading fork/take_block_copies past a 1.0 plugin's shorter vtable would be out of bounds.
+  const loom_cache_vtable& vt = *vtable_;
+  can_fork_ = sdk::present(vt, &loom_cache_vtable::fork) && sdk::present(vt, &loom_cache_vtable::take_block_copies);
+  // A copy of only what the plugin's vtable holds (its struct_size stays), with free refused.
+  std::memcpy(&scheduler_vtable_, &vt, std::min<size_t>(vt.struct_size, sizeof(scheduler_vtable_)));
+  scheduler_vtable_.free = &refuse_free;
+}
+
+loom_cache_layout CacheHandle::layout() const {
+  loom_cache_layout layout{};
+  layout.struct_size = sizeof(layout);
+  cache_->call("layout", &loom_cache_vtable::layout, &layout);
+  return layout;
+}
+
+bool CacheHandle::fits(int32_t max_total_tokens, std::string& reason) const {
+  sdk::Verdict verdict = cache_->ask("fits", &loom_cache_vtable::fits, max_total_tokens);
+  if (!verdict.ok) reason = std::move(verdict.reason);
+  return verdict.ok;
+}
+
+std::span<const int32_t> CacheHandle::block_table(uint64_t request_id) const {
+  loom_block_list blocks{};
+  cache_->call("block_table", &loom_cache_vtable::block_table, request_id, &blocks);
+  return {blocks.ids, static_cast<size_t>(blocks.count)};
+}
+
+void CacheHandle::free(uint64_t request_id) const { cache_->call("free", &loom_cache_vtable::free, request_id); }
+
+void CacheHandle::commit(const loom_request_view& view) const {
+  if (vtable_->commit != nullptr) cache_->call("commit", &loom_cache_vtable::commit, &view);
+}
+
+bool CacheHandle::fork(const loom_request_view& parent, uint64_t child_id) const {
+  std::string message;
+  const loom_status status = cache_->try_call(&message, &loom_cache_vtable::fork, &parent, child_id);
+  if (status == LOOM_OK) return true;
+  if (status == LOOM_ERR_OUT_OF_MEMORY) return false;
+  throw Error("plugin cache '" + name() + "': fork: " + message, status);
+}
+
+std::span<const loom_block_copy> CacheHandle::take_block_copies() const {
+  if (!can_fork_) return {};
+  loom_block_copy_list copies{};
+  cache_->call("take_block_copies", &loom_cache_vtable::take_block_copies, &copies);
+  return {copies.items, static_cast<size_t>(copies.count)};
+}
+
+void CacheHandle::read_stats(EngineStats& out) const {
+  loom_cache_usage usage{};
+  usage.struct_size = sizeof(usage);
+  cache_->call("usage", &loom_cache_vtable::usage, &usage);
+  out.kv_total_blocks = usage.total_blocks;
+  out.kv_used_blocks = usage.used_blocks;
+  out.kv_free_blocks = usage.free_blocks;
+  out.kv_num_seqs = usage.num_seqs;
+  out.kv_cached_blocks = usage.cached_blocks;
+  out.prefix_cache_queries = usage.prefix_query_tokens;
+  out.prefix_cache_hits = usage.prefix_hit_tokens;
+  out.prefix_cache_miss_partial_block = usage.prefix_miss_partial_block_tokens;
+  out.prefix_cache_miss_no_match = usage.prefix_miss_no_match_tokens;
+  out.prefix_cache_miss_evicted = usage.prefix_miss_evicted_tokens;
+  out.prefix_cache_miss_salt_mismatch = usage.prefix_miss_salt_mismatch_tokens;
+}
+
+SchedulerHandle::SchedulerHandle(const LoadedPlugin& scheduler)
+    : scheduler_(&scheduler), minor_(scheduler.desc().iface_minor) {
+  (void)scheduler.vtable<loom_scheduler_vtable>();  // throws unless it is a scheduler
+}
+
+void SchedulerHandle::add(const loom_request_view& view) const {
+  scheduler_->call("add_request", &loom_scheduler_vtable::add_request, &view);
+}
+
+void SchedulerHandle::remove(uint64_t request_id) const {
+  scheduler_->call("remove_request", &loom_scheduler_vtable::remove_request, request_id);
+}
+
+void SchedulerHandle::schedule(const loom_sched_context& ctx, loom_sched_output& out) const {
+  scheduler_->call("schedule", &loom_scheduler_vtable::schedule, &ctx, &out);
+}
+
+loom_sched_stats SchedulerHandle::stats() const {
+  loom_sched_stats stats{};
+  stats.struct_size = sizeof(stats);
+  scheduler_->call("stats", &loom_scheduler_vtable::stats, &stats);
+  return stats;
+}
+
+void SchedulerHandle::read_stats(EngineStats& out) const {
+  const loom_sched_stats s = stats();
+  out.num_waiting = s.num_waiting;
+  out.num_running = s.num_running;
+  out.num_preemptions = s.num_preemptions;
+}
+
+}  // namespace loom

@@ -1,0 +1,75 @@
+// Typed handles over the created plugins the engine calls every step: each wraps one
+// LoadedPlugin (self + vtable) and turns its C calls into C++ calls that throw loom::Error
+// naming the plugin on failure. They hold no state of their own beyond what the C ABI lacks
+// (which optional members exist), and must not outlive the plugin they wrap.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/engine/engine_api.hpp"
+#include "core/plugin/loaded_plugin.hpp"
+#include "loom/cache.h"
+#include "loom/scheduler.h"
+
+namespace loom {
+
+class CacheHandle {
+ public:
+  explicit CacheHandle(const LoadedPlugin& cache);
+
+  const std::string& name() const { return cache_->name(); }
+  loom_cache_layout layout() const;
+  // Whether a request of max_total_tokens could ever fit the empty pool; the cache's reason
+  // when not.
+  bool fits(int32_t max_total_tokens, std::string& reason) const;
+  // The sequence's block ids in position order: a view into the cache, valid until its next
+  // mutating call (allocate, append, commit, free, fork).
+  std::span<const int32_t> block_table(uint64_t request_id) const;
+  void free(uint64_t request_id) const;
+  void commit(const loom_request_view& view) const;
+  // Interface 1.1 fork and take_block_copies, checked against the vtable's struct_size.
+  bool can_fork() const { return can_fork_; }
+  // False (state unchanged) when the pool has no room; throws on any other refusal.
+  bool fork(const loom_request_view& parent, uint64_t child_id) const;
+  // The copy-on-write copies queued since the last call (owned by the cache, valid until its
+  // next mutating call); empty when the cache cannot fork.
+  std::span<const loom_block_copy> take_block_copies() const;
+  // Fills the KV fields of `out` (blocks, prefix-cache counters).
+  void read_stats(EngineStats& out) const;
+
+  // The cache as a scheduler may see it: the same instance, but free refuses (only the host
+  // frees blocks; a scheduler proposes preemptions). Valid while this handle lives.
+  loom_cache_handle for_scheduler() const { return {cache_->self(), &scheduler_vtable_}; }
+  // The cache with free, for an interface 1.0 scheduler (it frees its victims itself).
+  loom_cache_handle for_scheduler_1_0() const { return {cache_->self(), vtable_}; }
+
+ private:
+  const LoadedPlugin* cache_;
+  const loom_cache_vtable* vtable_;
+  loom_cache_vtable scheduler_vtable_;
+  bool can_fork_ = false;
+};
+
+class SchedulerHandle {
+ public:
+  explicit SchedulerHandle(const LoadedPlugin& scheduler);
+
+  const std::string& name() const { return scheduler_->name(); }
+  // Interface 1.1 or newer: preempts through the host (ctx.preempt) and gives rejection reasons.
+  // A 1.0 plugin frees its victims' blocks itself and lists them in out.preempted.
+  bool proposes_preemptions() const { return minor_ >= 1; }
+  void add(const loom_request_view& view) const;
+  void remove(uint64_t request_id) const;
+  void schedule(const loom_sched_context& ctx, loom_sched_output& out) const;
+  loom_sched_stats stats() const;
+  // Fills the queue fields of `out` (waiting, running, preemptions).
+  void read_stats(EngineStats& out) const;
+
+ private:
+  const LoadedPlugin* scheduler_;
+  uint32_t minor_;
+};
+
+}  // namespace loom

@@ -1,0 +1,37 @@
+#include "core/engine/step_plan.hpp"
+
+#include <span>
+
+namespace loom {
+
+void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps) {
+  size_t kept = 0;
+  for (PlannedSeq& s : plan.seqs) {
+    RequestState& req = *s.request;
+    req.num_computed_tokens += s.num_cached_tokens;
+    const int32_t restored = swaps.restore(req, s.num_new_tokens);
+    req.num_computed_tokens += restored;
+    if (restored > 0 && restored == s.num_new_tokens) {  // the whole chunk came from the tier
+      cache.commit(req.view());
+      continue;
+    }
+    s.num_new_tokens -= restored;
+    plan.seqs[kept++] = s;
+  }
+  plan.seqs.resize(kept);
+  // No cache call mutates anything from here to the batch build: the table views stay valid,
+  // and the builder copies each of them once into the flat batch.
+  plan.batch.clear();
+  for (const PlannedSeq& s : plan.seqs) {
+    const RequestState& req = *s.request;
+    SeqSchedule seq;
+    seq.token_ids = std::span<const int32_t>(req.token_ids)
+                        .subspan(static_cast<size_t>(req.num_computed_tokens), static_cast<size_t>(s.num_new_tokens));
+    seq.start_pos = req.num_computed_tokens;
+    seq.block_table = cache.block_table(req.id);
+    seq.need_logits = req.num_computed_tokens + s.num_new_tokens == req.num_tokens();
+    plan.batch.push_back(seq);
+  }
+}
+
+}  // namespace loom
