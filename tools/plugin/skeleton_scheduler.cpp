@@ -9,7 +9,7 @@ SkeletonKind scheduler_skeleton() {
 #include <deque>
 #include <optional>
 
-#include "loom/sdk_cache_client.hpp"
+#include "loom/sdk_scheduler.hpp"
 
 // Runs the oldest request alone until it finishes: the whole remaining prompt in its first step,
 // then every gap the host reports. A request the empty pool can never hold is rejected. One
@@ -33,33 +33,36 @@ class @CLASS@ {
     return LOOM_OK;
   }
 
+  // Scheduler interface 1.1: loom::sdk::SchedStep wraps this call. Only the host frees KV blocks;
+  // a policy that runs out of room names a victim with st.preempt(id) (see loom/scheduler.h).
   loom_status schedule(const loom_sched_context* ctx, loom_sched_output* out) {
-    out->num_scheduled = out->num_preempted = out->num_rejected = 0;
-    loom::sdk::CacheClient cache(ctx->cache);
+    loom::sdk::SchedStep st(ctx, out, "scheduler @NAME@");
     if (running_) {
-      const loom_request_view req = view(ctx, *running_);
+      const loom_request_view req = st.request(*running_);
       const int32_t gap = req.num_tokens - req.num_computed_tokens;
       if (gap <= 0) return LOOM_OK;
-      if (!cache.append(req, gap))
+      if (!st.cache().append(req, gap))
         throw loom::sdk::Error(LOOM_ERR_OUT_OF_MEMORY, "scheduler @NAME@: the cache cannot grow the only running request");
-      out->scheduled[out->num_scheduled++] = loom_scheduled_request{req.request_id, gap, 0};
+      st.schedule(req.request_id, gap, 0);
       return LOOM_OK;
     }
     while (!waiting_.empty()) {
-      const loom_request_view req = view(ctx, waiting_.front());
-      std::string reason;
-      if (req.max_total_tokens > max_model_len_ || !cache.fits(req.max_total_tokens, &reason)) {
-        out->rejected[out->num_rejected++] = req.request_id;
+      const loom_request_view req = st.request(waiting_.front());
+      if (req.max_total_tokens > max_model_len_) {
+        st.reject(req.request_id, "scheduler @NAME@: request needs " + std::to_string(req.max_total_tokens) +
+                                      " tokens, more than max_model_len " + std::to_string(max_model_len_));
         waiting_.pop_front();
         continue;
       }
-      if (!cache.can_allocate(req, req.num_tokens)) return LOOM_OK;  // wait for blocks to free up
-      const int32_t cached = cache.allocate(req, req.num_tokens);  // a prefix hit covers `cached`
-      if (cached >= req.num_tokens) {
-        cache.free(req.request_id);
-        throw loom::sdk::Error(LOOM_ERR_INTERNAL, "scheduler @NAME@: the cache left no token to compute");
+      if (st.reject_if_never_fits(req)) {  // with the cache's reason
+        waiting_.pop_front();
+        continue;
       }
-      out->scheduled[out->num_scheduled++] = loom_scheduled_request{req.request_id, req.num_tokens - cached, cached};
+      if (!st.cache().can_allocate(req, req.num_tokens)) return LOOM_OK;  // wait for blocks to free up
+      const int32_t cached = st.cache().allocate(req, req.num_tokens);   // a prefix hit covers `cached`
+      if (cached >= req.num_tokens)
+        throw loom::sdk::Error(LOOM_ERR_INTERNAL, "scheduler @NAME@: the cache left no token to compute");
+      st.schedule(req.request_id, req.num_tokens - cached, cached);
       running_ = req.request_id;
       waiting_.pop_front();
       return LOOM_OK;
@@ -75,14 +78,6 @@ class @CLASS@ {
   }
 
  private:
-  static loom_request_view view(const loom_sched_context* ctx, uint64_t id) {
-    loom_request_view v{};
-    v.struct_size = sizeof(v);
-    if (ctx->get_request(ctx->host_ctx, id, &v) != LOOM_OK)
-      throw loom::sdk::Error(LOOM_ERR_NOT_FOUND, "scheduler @NAME@: the host does not know request " + std::to_string(id));
-    return v;
-  }
-
   int32_t max_model_len_;
   std::deque<uint64_t> waiting_;      // arrival order
   std::optional<uint64_t> running_;  // the one request running, if any
