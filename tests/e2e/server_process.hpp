@@ -58,13 +58,18 @@ class ServerProcess {
   ServerProcess(const ServerProcess&) = delete;
   ServerProcess& operator=(const ServerProcess&) = delete;
   ~ServerProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGTERM);
-      int status = 0;
-      waitpid(pid_, &status, 0);
-    }
+    stop();
     if (drain_.joinable()) drain_.join();
     if (log_ != nullptr) std::fclose(log_);
+  }
+  // SIGTERM (a drain), then the exit status: -1 when killed by a signal or already stopped.
+  int stop() {
+    if (pid_ <= 0) return -1;
+    kill(pid_, SIGTERM);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   int port() const { return port_; }  // 0 when it never said where it serves
   const std::string& output() const { return output_; }  // up to the "serving" line
