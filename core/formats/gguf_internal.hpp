@@ -3,17 +3,13 @@
 
 #include <cstdint>
 
+#include "loom/sdk_dtype.hpp"
 #include "loom/types.h"
 
 namespace loom {
 
-// Block geometry of a ggml type: {name, elements per block, bytes per block}; block_size 0 when
-// the type is unknown.
-struct DtypeInfo {
-  const char* name;
-  int64_t block_size;
-  int64_t block_bytes;
-};
+// Block geometry of a ggml type (the SDK's one table).
+using DtypeInfo = sdk::DtypeInfo;
 DtypeInfo dtype_info(loom_dtype t);
 
 }  // namespace loom

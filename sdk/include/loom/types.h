@@ -26,6 +26,8 @@ typedef enum loom_dtype {
   LOOM_DTYPE_Q5_K = 13,
   LOOM_DTYPE_Q6_K = 14,
   LOOM_DTYPE_Q8_K = 15,
+  LOOM_DTYPE_IQ4_NL = 20,
+  LOOM_DTYPE_IQ4_XS = 23,
   LOOM_DTYPE_I8 = 24,
   LOOM_DTYPE_I16 = 25,
   LOOM_DTYPE_I32 = 26,
