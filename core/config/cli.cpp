@@ -76,7 +76,7 @@ struct ServerApp {
         "a Jinja chat template file used instead of the model's (model.chat_template)", "Model")
         ->check(CLI::Validator(CLI::ExistingFile).description(""));
     add("--quantization", v.quantization, "PLUGIN",
-        "quantization plugin: none, int8, int4, fp8 or gguf (quantization.plugin)", "Model")
+        "quantization plugin: auto (the one that claims the file's weight types), none, int8, int4, fp8 or gguf (quantization.plugin)", "Model")
         ->check(rule(config_rules::check_plugin_name));
 
     add("--host", v.host, "ADDR", "listen address (server.host)", "Server");
@@ -205,7 +205,14 @@ void apply_overrides(Config& config, const CliOptions& o) {
     set_plugin_key(config.cache, "kv_memory", "\"" + format_byte_size(*o.kv_memory) + "\"");
   }
   if (o.kv_dtype) config.kv_dtype = *o.kv_dtype;
-  if (o.memory_utilization) config.memory_utilization = *o.memory_utilization;
+  if (o.memory_utilization) {
+    // The fraction sizes the pool only without a fixed size: the flag wins over the file's.
+    if (o.kv_memory)
+      throw Error("--memory-utilization and --kv-cache-memory both size the KV pool; give one of the two");
+    set_plugin_key(config.cache, "num_blocks", std::nullopt);
+    set_plugin_key(config.cache, "kv_memory", std::nullopt);
+    config.memory_utilization = *o.memory_utilization;
+  }
 }
 
 Config load_effective_config(const CliOptions& options) {

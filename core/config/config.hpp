@@ -57,7 +57,7 @@ struct Config {
   std::vector<std::string> plugin_dirs;  // [plugins] dirs, absolute, searched in order
   std::string log_level = "info";        // trace, debug, info, warn, error, off
   PluginTable attention{"naive"};
-  PluginTable quantization{"none"};
+  PluginTable quantization{"auto"};  // the plugin that claims the file's weight types
   PluginTable scheduler{"fcfs"};
   PluginTable cache{"contiguous"};
   // [cache] kv_dtype: the KV pool's element type, "f32", "f16", "bf16", "int8" or "fp8_e4m3". The

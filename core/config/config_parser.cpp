@@ -148,6 +148,14 @@ void read_kv_dtype(const toml::table& cache, Problems& problems, std::string& kv
 void read_memory_utilization(const toml::table& cache, Problems& problems, double& fraction) {
   const toml::node* n = cache.get("memory_utilization");
   if (n == nullptr) return;
+  // A fixed pool size leaves the fraction nothing to size: say so instead of ignoring it.
+  for (const char* fixed : {"kv_memory", "num_blocks"}) {
+    if (cache.contains(fixed)) {
+      problems.add(pos_of(n->source()), "cache.memory_utilization",
+                   std::string("unused when [cache] ") + fixed + " fixes the pool's size; set one of the two");
+      return;
+    }
+  }
   const std::optional<double> value = n->is_number() ? n->value<double>() : std::nullopt;
   if (!value) {
     problems.add(pos_of(n->source()), "cache.memory_utilization",

@@ -70,7 +70,9 @@ std::string to_toml(const Config& c) {
   plugin_section(out, "scheduler", c.scheduler);
   plugin_section(out, "cache", c.cache);
   line(out, "kv_dtype", toml_string(c.kv_dtype));
-  line(out, "memory_utilization", toml_inline_value(nlohmann::json(c.memory_utilization)));
+  // The fraction sizes the pool only when no fixed size is set (the parser refuses both).
+  if (!has_plugin_key(c.cache, "kv_memory") && !has_plugin_key(c.cache, "num_blocks"))
+    line(out, "memory_utilization", toml_inline_value(nlohmann::json(c.memory_utilization)));
   if (c.cache_offload) plugin_section(out, "cache_offload", *c.cache_offload);
   if (c.semantic_cache) plugin_section(out, "semantic_cache", *c.semantic_cache);
   return out;

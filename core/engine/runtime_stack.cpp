@@ -6,7 +6,7 @@
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/engine/kv_block_copy.hpp"
-#include "core/executor/prequantized_format.hpp"
+#include "core/engine/quantization_choice.hpp"
 #include "loom/attention.h"
 #include "loom/cache.h"
 #include "loom/cache_offload.h"
@@ -26,6 +26,13 @@ PluginSpec spec_of(loom_plugin_kind kind, const PluginTable& table) {
   spec.path = table.path;
   spec.config_json = table.config_json;
   return spec;
+}
+
+// The layout loom-convert --quantize wrote (loom.quantization.format), "" for any other file.
+std::string quantization_format(const ModelSource& model) {
+  const GgufFile* gguf = model.gguf();
+  const GgufValue* v = gguf != nullptr ? gguf->find("loom.quantization.format") : nullptr;
+  return v != nullptr ? v->as_string() : std::string();
 }
 
 }  // namespace
@@ -102,11 +109,14 @@ RuntimeStack::RuntimeStack(const Config& config)
   shape.dtype = kv_dtype;
   kv_pool_ = std::make_unique<KvPool>(shape);
 
-  if (const GgufFile* gguf = model->gguf()) check_prequantized_plugin(*gguf, config.quantization.plugin);
+  // The quantization plugin is the one that claims the file's weight types (quantization_choice).
+  std::string quantization_why;
+  const PluginSpec quantization = resolve_quantization(*host_, spec_of(LOOM_KIND_QUANTIZATION, config.quantization),
+                                                       model->weights(), quantization_format(*model), &quantization_why);
+  LOOM_LOG_INFO("quantization: {}", quantization_why);
   forward_ = refusing_kv_dtype([&] {
-    return create_forward_plugins(*host_, spec_of(LOOM_KIND_ATTENTION, config.attention),
-                                  spec_of(LOOM_KIND_QUANTIZATION, config.quantization), hparams, kv_dtype,
-                                  layout.block_size);
+    return create_forward_plugins(*host_, spec_of(LOOM_KIND_ATTENTION, config.attention), quantization, hparams,
+                                  kv_dtype, layout.block_size);
   });
   executor_ = std::make_unique<ModelExecutor>(model->weights(), forward_.attention_ops(), forward_.quant_ops(), *kv_pool_,
                                               *threads_);

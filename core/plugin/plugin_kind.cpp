@@ -33,7 +33,9 @@ const std::vector<KindInfo>& all_kinds() {
            {0, LOOM_SIZE_THROUGH(loom_quantization_vtable, release_weight), sizeof(loom_quantization_create_args)},
            {1, LOOM_SIZE_THROUGH(loom_quantization_vtable, prepare_weight_info),
             sizeof(loom_quantization_create_args)},
-           {2, sizeof(loom_quantization_vtable), sizeof(loom_quantization_create_args)},  // + linear_group
+           {2, LOOM_SIZE_THROUGH(loom_quantization_vtable, linear_group),
+            sizeof(loom_quantization_create_args)},  // + linear_group
+           {3, sizeof(loom_quantization_vtable), sizeof(loom_quantization_create_args)},  // + reads
        }},
       {LOOM_KIND_SCHEDULER, "scheduler", LOOM_SCHEDULER_IFACE_MAJOR, LOOM_SCHEDULER_IFACE_MINOR,
        {

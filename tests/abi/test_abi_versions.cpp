@@ -59,13 +59,14 @@ TEST_F(AbiVersions, Attention10LoadsAndForwardRuns) {
   EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{2, 4, 6, 8}));
 }
 
-TEST_F(AbiVersions, Quantization11LoadsAndLinearRuns) {
+TEST_F(AbiVersions, Quantization12LoadsAndLinearRuns) {
   const loom_quantization_create_args args{sizeof(args), {LOOM_DEVICE_CPU, 0}};
   auto p = host_.create(spec(LOOM_KIND_QUANTIZATION, "old"), &args);
-  EXPECT_EQ(p->desc().iface_minor, 1u);
+  EXPECT_EQ(p->desc().iface_minor, 2u);
   const auto& vt = p->vtable<loom_quantization_vtable>();
   EXPECT_TRUE(sdk::present(vt, &loom_quantization_vtable::prepare_weight_info));
-  EXPECT_FALSE(sdk::present(vt, &loom_quantization_vtable::linear_group));  // 1.2's member: absent
+  EXPECT_TRUE(sdk::present(vt, &loom_quantization_vtable::linear_group));
+  EXPECT_FALSE(sdk::present(vt, &loom_quantization_vtable::reads));  // 1.3's member: absent
   EXPECT_TRUE(p->ask("supports", &loom_quantization_vtable::supports, LOOM_DTYPE_F32).ok);
   const sdk::Verdict q8 = p->ask("supports", &loom_quantization_vtable::supports, LOOM_DTYPE_Q8_0);
   EXPECT_FALSE(q8.ok);
@@ -75,9 +76,13 @@ TEST_F(AbiVersions, Quantization11LoadsAndLinearRuns) {
   void* handle = nullptr;
   p->call("prepare_weight_info", &loom_quantization_vtable::prepare_weight_info, &wv, nullptr, &handle);
   p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
-  vt.release_weight(p->self(), handle);
   EXPECT_EQ(y[0], 7.0f);   // 1*1 + 0*2 + 2*3
   EXPECT_EQ(y[1], -1.0f);  // 0*1 + 1*2 - 1*3
+  float y2[2] = {};
+  loom_tensor_view y2v = f32(y2, {1, 2});
+  p->call("linear_group", &loom_quantization_vtable::linear_group, &handle, 1, &xv, &y2v);
+  EXPECT_EQ(y2[0], 7.0f);
+  vt.release_weight(p->self(), handle);
 }
 
 TEST_F(AbiVersions, Cache11LoadsWithTheNewerCreateArgsAndAnswersFitsInOneCall) {

@@ -31,7 +31,7 @@ TEST(ConfigBuiltin, TheBuiltInDefaults) {
   EXPECT_EQ(c.server, ServerConfig{});
   EXPECT_EQ(c.server.metrics_prefix, "loom");
   EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
-  EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
+  EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler,
             (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64})"}));
   // No kv_memory: loom-server sizes the pool at start-up from memory_utilization.

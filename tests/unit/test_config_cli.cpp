@@ -184,6 +184,21 @@ TEST(ConfigCli, FlagsOverrideTheFileWhichOverridesTheDefaults) {
   std::remove(path.c_str());
 }
 
+TEST(ConfigCli, MemoryUtilizationReplacesTheFilesFixedSize) {
+  const std::string path = testing::TempDir() + "/loom_config_cli_mu_" + std::to_string(getpid()) + ".toml";
+  std::ofstream(path) << "[model]\npath = \"" << kModel << "\"\n[cache]\nplugin = \"paged\"\nnum_blocks = 64\n";
+  const Config c = load_effective_config(parse({"--config", path, "--memory-utilization", "0.5"}));
+  EXPECT_EQ(c.cache.config_json, R"({"block_size":16})");
+  EXPECT_EQ(c.memory_utilization, 0.5);
+  try {
+    load_effective_config(parse({"--config", path, "--memory-utilization", "0.5", "--kv-cache-memory", "1MiB"}));
+    ADD_FAILURE() << "two pool sizes were taken";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--memory-utilization and --kv-cache-memory both size the KV pool; give one of the two");
+  }
+  std::remove(path.c_str());
+}
+
 TEST(ConfigCli, PluginFlagsGoIntoTheTableOfWhicheverPluginIsChosen) {
   // The contiguous cache has no enable_prefix_caching: its table gets the key anyway, and the
   // plugin's own validation refuses it at start-up (not the command line).

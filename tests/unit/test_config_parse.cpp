@@ -37,7 +37,7 @@ TEST(ConfigParse, EmptyFileGivesTheDefaults) {
   EXPECT_TRUE(c.plugin_dirs.empty());
   EXPECT_EQ(c.log_level, "info");
   EXPECT_EQ(c.attention, (PluginTable{"naive", "", "{}"}));
-  EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
+  EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler, (PluginTable{"fcfs", "", "{}"}));
   EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", "{}"}));
   EXPECT_FALSE(c.cache_offload.has_value());
@@ -86,7 +86,6 @@ max_num_seqs = 64
 plugin = "paged"
 kv_memory = "2GiB"
 block_size = 32
-memory_utilization = 0.5
 
 [cache_offload]
 plugin = "host"
@@ -119,7 +118,7 @@ TEST(ConfigParse, ReadsEveryKey) {
             (PluginTable{"int8", "/etc/loom/lib/libloom-quantization-int8.so", "{}"}));
   EXPECT_EQ(c.scheduler, (PluginTable{"continuous", "", R"({"max_num_seqs":64})"}));
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":32,"kv_memory":"2GiB"})"}));
-  EXPECT_EQ(c.memory_utilization, 0.5);
+  EXPECT_EQ(c.memory_utilization, 0.9);  // the default, unused: kv_memory fixes the size
   EXPECT_EQ(c.cache_offload, (PluginTable{"host", "", "{}"}));
   EXPECT_EQ(c.semantic_cache, (PluginTable{"exact", "", R"({"ttl_s":60})"}));
 }
@@ -174,6 +173,16 @@ TEST(ConfigParse, MemoryUtilizationIsACoreKeyOfTheCacheTable) {
   EXPECT_EQ(parse_config("", kFile).memory_utilization, 0.9);
   EXPECT_EQ(error_of("[cache]\nplugin = \"paged\"\nmemory_utilization = 1.5\n"),
             "/etc/loom/test.toml:3:22: cache.memory_utilization: must be a fraction in (0, 1], got 1.500000");
+  // A fixed size leaves the fraction nothing to do: refused, not ignored; to_toml leaves it out.
+  EXPECT_EQ(error_of("[cache]\nplugin = \"paged\"\nkv_memory = \"1MiB\"\nmemory_utilization = 0.5\n"),
+            "/etc/loom/test.toml:4:22: cache.memory_utilization: unused when [cache] kv_memory fixes the pool's size; "
+            "set one of the two");
+  EXPECT_EQ(error_of("[cache]\nplugin = \"paged\"\nmemory_utilization = 0.5\nnum_blocks = 8\n"),
+            "/etc/loom/test.toml:3:22: cache.memory_utilization: unused when [cache] num_blocks fixes the pool's size; "
+            "set one of the two");
+  const Config fixed = parse_config("[cache]\nplugin = \"paged\"\nnum_blocks = 8\n", kFile);
+  EXPECT_EQ(to_toml(fixed).find("memory_utilization"), std::string::npos) << to_toml(fixed);
+  EXPECT_EQ(parse_config(to_toml(fixed), kFile), fixed);
   EXPECT_EQ(error_of("[cache]\nplugin = \"paged\"\nmemory_utilization = \"half\"\n"),
             "/etc/loom/test.toml:3:22: cache.memory_utilization: expected a number, got a string");
 }
@@ -292,7 +301,7 @@ level = "info"
 plugin = "naive"
 
 [quantization]
-plugin = "none"
+plugin = "auto"
 
 [scheduler]
 plugin = "fcfs"
@@ -338,7 +347,7 @@ TEST(ConfigParse, LoadsTheDefaultConfigFile) {
   EXPECT_EQ(c.runtime.device, "cpu");
   EXPECT_EQ(c.log_level, "info");
   EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
-  EXPECT_EQ(c.quantization, (PluginTable{"none", "", "{}"}));
+  EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler,
             (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64})"}));
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16})"}));

@@ -6,7 +6,6 @@
 
 #include "core/common/error.hpp"
 #include "core/executor/llama_model.hpp"
-#include "core/executor/prequantized_format.hpp"
 #include "core/formats/gguf_writer.hpp"
 
 namespace loom {
@@ -108,28 +107,6 @@ TEST(LlamaModel, RefusesWhatItWouldGetWrong) {
   EXPECT_NE(heads.find("not a multiple"), std::string::npos) << heads;
   const std::string blocks = load_error(tiny_model([](GgufWriter& g) { g.set_u32("llama.block_count", 0); }));
   EXPECT_NE(blocks.find("block_count = 0 must be a positive"), std::string::npos) << blocks;  // the executor needs a last layer
-}
-
-TEST(PrequantizedFormat, TheFileNamesItsPlugin) {
-  auto with_format = [](const std::string& format) {
-    return GgufFile::from_bytes(tiny_model([&](GgufWriter& g) { g.set_string("loom.quantization.format", format); }),
-                                "q.gguf");
-  };
-  EXPECT_EQ(plugin_for_prequantized(GgufFile::from_bytes(tiny_model(), "f.gguf")), std::nullopt);
-  EXPECT_EQ(plugin_for_prequantized(with_format("int8")), "int8");
-  EXPECT_EQ(plugin_for_prequantized(with_format("int4")), "int4");
-  EXPECT_EQ(plugin_for_prequantized(with_format("fp8_e4m3")), "fp8");
-  check_prequantized_plugin(with_format("fp8_e4m3"), "fp8");
-  check_prequantized_plugin(GgufFile::from_bytes(tiny_model(), "f.gguf"), "int8");  // float files go anywhere
-  try {
-    check_prequantized_plugin(with_format("int8"), "fp8");
-    ADD_FAILURE() << "an int8 file was accepted by fp8";
-  } catch (const Error& e) {
-    EXPECT_STREQ(e.what(),
-                 "q.gguf holds weights pre-quantized by loom-convert in format \"int8\": they need [quantization] "
-                 "plugin = \"int8\", not \"fp8\"");
-  }
-  EXPECT_THROW(plugin_for_prequantized(with_format("int3")), Error);
 }
 
 }  // namespace

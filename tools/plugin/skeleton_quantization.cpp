@@ -6,6 +6,8 @@ namespace loom::tools {
 SkeletonKind quantization_skeleton() {
   SkeletonKind k;
   k.class_header = R"skel(
+#include "loom/sdk_quant_reading.hpp"  // loom::sdk::Reading, for reads()
+
 // Consumes f32 weights as stored (the view into the model file outlives the handle) and computes
 // y = x @ W^T. Replace with your format: convert in prepare_weight, multiply in linear.
 class @CLASS@ {
@@ -19,6 +21,14 @@ class @CLASS@ {
   loom_status supports(loom_dtype dtype, int32_t* ok) {
     *ok = dtype == LOOM_DTYPE_F32 ? 1 : 0;
     return LOOM_OK;
+  }
+
+  // The formats this plugin claims (interface 1.3): `plugin = "auto"` picks the plugin that reads
+  // every weight type of a model file best. A plain file's f32 weights are read as stored here on
+  // a general path; say native() for the format your kernels are made for.
+  loom::sdk::Reading reads(std::string_view format, loom_dtype dtype) const {
+    if (format.empty() && dtype == LOOM_DTYPE_F32) return loom::sdk::Reading::as_stored();
+    return loom::sdk::Reading::cannot("quantization @NAME@: reads f32 weights of plain files only");
   }
 
   loom_status prepare_weight(const loom_tensor_view* weight, void** handle) {
@@ -56,6 +66,8 @@ class @CLASS@ {
     int32_t ok = -1;
     check(plugin.supports(LOOM_DTYPE_F32, &ok) == LOOM_OK && ok == 1, "f32 weights are supported");
     check(plugin.supports(LOOM_DTYPE_Q4_0, &ok) == LOOM_OK && ok == 0, "q4_0 weights are not");
+    check(plugin.reads("", LOOM_DTYPE_F32).how == LOOM_QUANT_READS_AS_STORED, "f32 is read as stored");
+    check(plugin.reads("int8", LOOM_DTYPE_I8).how == LOOM_QUANT_CANNOT_READ, "another format is not claimed");
     float wd[2 * 3] = {1, 2, 3, -1, 0, 4};  // W: [2, 3]
     float xd[2 * 3] = {1, 1, 1, 2, 0, 1};   // x: [2, 3]
     float yd[2 * 2] = {0, 0, 0, 0};         // y: [2, 2]

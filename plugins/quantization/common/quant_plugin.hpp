@@ -5,12 +5,15 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "loom/quantization.h"
 #include "loom/sdk_config.hpp"
 #include "loom/sdk_core.hpp"
+#include "loom/sdk_dtype.hpp"
+#include "loom/sdk_quant_reading.hpp"
 #include "loom/sdk_half.hpp"
 
 namespace loom_quant {
@@ -37,34 +40,8 @@ inline void require_cpu(const loom_quantization_create_args& args, const char* p
                                           std::to_string(args.device.type));
 }
 
-inline std::string dtype_label(loom_dtype t) {
-  switch (t) {
-    case LOOM_DTYPE_F32:
-      return "f32";
-    case LOOM_DTYPE_F16:
-      return "f16";
-    case LOOM_DTYPE_BF16:
-      return "bf16";
-    case LOOM_DTYPE_Q4_0:
-      return "q4_0";
-    case LOOM_DTYPE_Q8_0:
-      return "q8_0";
-    case LOOM_DTYPE_Q4_K:
-      return "q4_K";
-    case LOOM_DTYPE_Q6_K:
-      return "q6_K";
-    case LOOM_DTYPE_I8:
-      return "i8";
-    case LOOM_DTYPE_I32:
-      return "i32";
-    case LOOM_DTYPE_U8:
-      return "u8";
-    case LOOM_DTYPE_FP8_E4M3:
-      return "fp8_e4m3";
-    default:
-      return "loom_dtype " + std::to_string(static_cast<int>(t));
-  }
-}
+// "q4_K", "i8": the SDK's ggml type names.
+inline std::string dtype_label(loom_dtype t) { return loom::sdk::type_name(t); }
 
 // The stored dtypes these plugins quantize from at load.
 inline bool is_float_dtype(loom_dtype t) { return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16; }
@@ -139,6 +116,22 @@ inline loom::sdk::Verdict float_or(const std::string& plugin, loom_dtype t, loom
                                    const std::string& how = "") {
   if (is_float_dtype(t) || (stored != LOOM_DTYPE_INVALID && t == stored)) return loom::sdk::Verdict::yes();
   return loom::sdk::Verdict::no(refusal(plugin, t) + how);
+}
+
+// reads() of a plugin that quantizes floats at load (int8, int4, fp8): f32/f16/bf16 are converted;
+// `storage` (the tensor type its pre-quantized weights are kept in) is its own format only in a
+// file loom-convert wrote with loom.quantization.format = `own_format`, since the same storage
+// type means another layout under another format (int8 and fp8 both keep I8 bytes).
+inline loom::sdk::Reading reads_quantizing(const std::string& plugin, std::string_view format, loom_dtype t,
+                                           std::string_view own_format, loom_dtype storage) {
+  if (is_float_dtype(t)) return loom::sdk::Reading::converts();
+  if (t == storage && format == own_format) return loom::sdk::Reading::native();
+  if (t == storage)
+    return loom::sdk::Reading::cannot(
+        "quantization " + plugin + ": " + dtype_label(t) + " weights are its own only in a file written by loom-convert " +
+        "--quantize " + plugin + " (loom.quantization.format \"" + std::string(own_format) + "\"); this file's is " +
+        (format.empty() ? std::string("not set") : "\"" + std::string(format) + "\""));
+  return loom::sdk::Reading::cannot(refusal(plugin, t));
 }
 
 }  // namespace loom_quant

@@ -38,6 +38,10 @@ class Fp8Quantization {
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
+  loom::sdk::Reading reads(std::string_view format, loom_dtype dtype) const {
+    return loom_quant::reads_quantizing(kName, format, dtype, "fp8_e4m3", LOOM_DTYPE_I8);
+  }
+
   loom::sdk::Verdict supports(loom_dtype dtype) const {
     return loom_quant::float_or(kName, dtype, LOOM_DTYPE_I8, "; i8 E4M3 codes are, as written by loom-convert --quantize fp8");
   }

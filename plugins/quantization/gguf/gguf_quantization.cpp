@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gguf_kernels.hpp"
@@ -84,6 +85,14 @@ class GgufQuantization {
       q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
     }
 #endif
+  }
+
+  // The block formats are this plugin's own; f32/f16/bf16 it reads as stored on a plain path
+  // (quantization none's packed panels are the tuned one).
+  loom::sdk::Reading reads(std::string_view, loom_dtype dtype) const {
+    if (is_block_format(dtype)) return loom::sdk::Reading::native();
+    if (is_plain(dtype)) return loom::sdk::Reading::as_stored();
+    return loom::sdk::Reading::cannot(unsupported_message(dtype));
   }
 
   loom::sdk::Verdict supports(loom_dtype dtype) const {

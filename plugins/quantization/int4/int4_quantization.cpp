@@ -68,6 +68,10 @@ class Int4Quantization {
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
+  loom::sdk::Reading reads(std::string_view format, loom_dtype dtype) const {
+    return loom_quant::reads_quantizing(kName, format, dtype, "int4", LOOM_DTYPE_I32);
+  }
+
   loom::sdk::Verdict supports(loom_dtype dtype) const {
     if (loom_quant::is_float_dtype(dtype) || dtype == LOOM_DTYPE_I32) return loom::sdk::Verdict::yes();
     return loom::sdk::Verdict::no("quantization int4: weights of dtype " + loom_quant::dtype_label(dtype) +

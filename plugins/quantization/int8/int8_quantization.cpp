@@ -66,6 +66,10 @@ class Int8Quantization {
     dots_.resize(threads);
   }
 
+  loom::sdk::Reading reads(std::string_view format, loom_dtype dtype) const {
+    return loom_quant::reads_quantizing(kName, format, dtype, "int8", LOOM_DTYPE_I8);
+  }
+
   loom::sdk::Verdict supports(loom_dtype dtype) const {
     return loom_quant::float_or(kName, dtype, LOOM_DTYPE_I8, "; i8 is, as written by loom-convert --quantize int8");
   }

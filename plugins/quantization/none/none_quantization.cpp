@@ -20,11 +20,13 @@
 #include <memory>
 #include <new>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/quant_plugin.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk.hpp"
+#include "loom/sdk_dtype.hpp"
 #include "common/weight_pages.hpp"
 #include "none_panel.hpp"
 
@@ -41,34 +43,6 @@ constexpr int64_t kShareAlign = 4;
 struct Options {
   bool simd = true;  // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
 };
-
-const char* dtype_label(loom_dtype t) {
-  switch (t) {
-    case LOOM_DTYPE_F32: return "f32";
-    case LOOM_DTYPE_F16: return "f16";
-    case LOOM_DTYPE_BF16: return "bf16";
-    case LOOM_DTYPE_Q4_0: return "q4_0";
-    case LOOM_DTYPE_Q4_1: return "q4_1";
-    case LOOM_DTYPE_Q5_0: return "q5_0";
-    case LOOM_DTYPE_Q5_1: return "q5_1";
-    case LOOM_DTYPE_Q8_0: return "q8_0";
-    case LOOM_DTYPE_Q8_1: return "q8_1";
-    case LOOM_DTYPE_Q2_K: return "q2_K";
-    case LOOM_DTYPE_Q3_K: return "q3_K";
-    case LOOM_DTYPE_Q4_K: return "q4_K";
-    case LOOM_DTYPE_Q5_K: return "q5_K";
-    case LOOM_DTYPE_Q6_K: return "q6_K";
-    case LOOM_DTYPE_Q8_K: return "q8_K";
-    case LOOM_DTYPE_I8: return "i8";
-    case LOOM_DTYPE_I16: return "i16";
-    case LOOM_DTYPE_I32: return "i32";
-    case LOOM_DTYPE_I64: return "i64";
-    case LOOM_DTYPE_F64: return "f64";
-    case LOOM_DTYPE_U8: return "u8";
-    case LOOM_DTYPE_FP8_E4M3: return "fp8_e4m3";
-    default: return "unknown";
-  }
-}
 
 bool is_supported(loom_dtype t) {
   return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
@@ -98,9 +72,15 @@ class NoneQuantization {
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
   }
 
+  // f32/f16/bf16 are this plugin's own: read as stored, on the packed-panel kernels.
+  loom::sdk::Reading reads(std::string_view, loom_dtype dtype) const {
+    if (is_supported(dtype)) return loom::sdk::Reading::native();
+    return loom::sdk::Reading::cannot(supports(dtype).reason);
+  }
+
   loom::sdk::Verdict supports(loom_dtype dtype) const {
     if (is_supported(dtype)) return loom::sdk::Verdict::yes();
-    return loom::sdk::Verdict::no(std::string("quantization none: weights of dtype ") + dtype_label(dtype) +
+    return loom::sdk::Verdict::no(std::string("quantization none: weights of dtype ") + loom::sdk::type_name(dtype) +
                                   " are not supported (f32, f16 and bf16 are)");
   }
 
@@ -108,7 +88,7 @@ class NoneQuantization {
     if (w == nullptr || w->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight is null");
     if (!is_supported(w->dtype))
       throw Error(LOOM_ERR_UNSUPPORTED, std::string("quantization none: weights of dtype ") +
-                                            dtype_label(w->dtype) + " are not supported (f32, f16 and bf16 are)");
+                                            loom::sdk::type_name(w->dtype) + " are not supported (f32, f16 and bf16 are)");
     if (w->ndim != 2 || w->shape[0] <= 0 || w->shape[1] <= 0 || w->strides[1] != 1 ||
         w->strides[0] < w->shape[1])
       throw Error(LOOM_ERR_INVALID_ARGUMENT,

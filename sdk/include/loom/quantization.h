@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define LOOM_QUANTIZATION_IFACE_MAJOR 1
-#define LOOM_QUANTIZATION_IFACE_MINOR 2
+#define LOOM_QUANTIZATION_IFACE_MINOR 3
 
 typedef struct loom_quantization_create_args {
   uint32_t struct_size;
@@ -55,6 +55,14 @@ typedef struct loom_weight_info {
   void* find_ctx;
 } loom_weight_info;
 
+/* How a plugin reads a stored weight type (minor 3's `reads`); "auto" prefers the higher. */
+typedef enum loom_quant_reading {
+  LOOM_QUANT_CANNOT_READ = 0,     /* refused; the reason goes to the error buffer */
+  LOOM_QUANT_CONVERTS = 1,        /* read, then converted at load: the values change (quantized) */
+  LOOM_QUANT_READS_AS_STORED = 2, /* the stored values, on a general (untuned) path */
+  LOOM_QUANT_NATIVE = 3           /* the plugin's own format: the stored values on its tuned kernels */
+} loom_quant_reading;
+
 typedef struct loom_quantization_vtable {
   uint32_t struct_size;
   /* Sets *ok to 1 when this plugin can consume stored weights of `dtype`, else 0 (and says why). */
@@ -86,6 +94,16 @@ typedef struct loom_quantization_vtable {
    * would write to it. A host without this entry calls linear count times. */
   loom_status (*linear_group)(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
                               loom_tensor_view* y, loom_error_buf* err);
+  /* Minor 3, optional: how this plugin reads stored weights of `dtype` in a model file whose
+   * `loom.quantization.format` (the layout loom-convert --quantize wrote, e.g. "int8") is
+   * `format`; "" for a file without one (a plain GGUF or safetensors model). Sets *reading to a
+   * loom_quant_reading and, for LOOM_QUANT_CANNOT_READ, writes the reason to err (returning
+   * LOOM_OK, as capability checks do). The host asks every quantization plugin about every weight
+   * type of the file before loading any weight: to choose one for `plugin = "auto"`, and to refuse
+   * an explicit choice that cannot read a tensor, naming the plugins that could. A plugin without
+   * this entry is taken to convert what supports() accepts in a file without a format and to read
+   * nothing in a file with one. */
+  loom_status (*reads)(void* self, const char* format, loom_dtype dtype, int32_t* reading, loom_error_buf* err);
 } loom_quantization_vtable;
 
 #ifdef __cplusplus

@@ -11,6 +11,7 @@
 #include "loom/quantization.h"
 #include "loom/scheduler.h"
 #include "loom/sdk_core.hpp"
+#include "loom/sdk_quant_reading.hpp"
 #include "loom/semantic_cache.h"
 
 namespace loom::sdk {
@@ -213,10 +214,31 @@ struct VtableFor<loom_quantization_vtable, T> {
       else return LOOM_ERR_UNSUPPORTED;  // never in the table (null there)
     });
   }
+  // A plugin class with reads(format, dtype) -> Reading claims the formats it reads (interface
+  // 1.3); without it the host infers an answer from supports().
+  static constexpr bool kHasReads = requires(const T& t, loom_dtype d) {
+    { t.reads(std::string_view(), d) } -> std::same_as<Reading>;
+  };
+  static loom_status reads(void* s, const char* format, loom_dtype dtype, int32_t* reading,
+                           loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if constexpr (kHasReads) {
+        if (reading == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "the answer's out-pointer is NULL");
+        const Reading r = detail::self_as<T>(s).reads(std::string_view(format == nullptr ? "" : format), dtype);
+        *reading = r.how;
+        if (r.how == LOOM_QUANT_CANNOT_READ)
+          write_error(err, r.reason.empty() ? std::string_view("refused without a reason") : r.reason);
+        return LOOM_OK;
+      } else {
+        return LOOM_ERR_UNSUPPORTED;  // never in the table (null there)
+      }
+    });
+  }
   static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
                                                       &prepare_weight, &linear, &release_weight,
                                                       &prepare_weight_info,
-                                                      kHasGroup ? &linear_group : nullptr};
+                                                      kHasGroup ? &linear_group : nullptr,
+                                                      kHasReads ? &reads : nullptr};
 };
 
 template <class T>

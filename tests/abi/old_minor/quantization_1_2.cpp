@@ -1,5 +1,5 @@
-// A quantization plugin of interface 1.1: its vtable ends at prepare_weight_info (1.2 added
-// linear_group). It keeps f32 weights as they are and computes y = x W^T plainly.
+// A quantization plugin of interface 1.2: its vtable ends at linear_group (1.3 added reads, the
+// formats a plugin claims). It keeps f32 weights as they are and computes y = x W^T plainly.
 #include <vector>
 
 #include "fixture.hpp"
@@ -7,12 +7,12 @@
 
 namespace {
 
-struct QuantizationCreateArgs11 {  // loom_quantization_create_args at 1.1
+struct QuantizationCreateArgs12 {  // loom_quantization_create_args at 1.2
   uint32_t struct_size;
   loom_device device;
 };
 
-struct QuantizationVtable11 {  // loom_quantization_vtable at 1.1
+struct QuantizationVtable12 {  // loom_quantization_vtable at 1.2
   uint32_t struct_size;
   loom_status (*supports)(void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err);
   loom_status (*prepare_weight)(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err);
@@ -21,6 +21,8 @@ struct QuantizationVtable11 {  // loom_quantization_vtable at 1.1
   void (*release_weight)(void* self, void* handle);
   loom_status (*prepare_weight_info)(void* self, const loom_tensor_view* weight, const void* info, void** handle,
                                      loom_error_buf* err);
+  loom_status (*linear_group)(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
+                              loom_tensor_view* y, loom_error_buf* err);
 };
 
 loom_status supports(void*, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
@@ -54,15 +56,25 @@ loom_status linear(void*, void* handle, const loom_tensor_view* x, loom_tensor_v
   return LOOM_OK;
 }
 
+loom_status linear_group(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
+                         loom_tensor_view* y, loom_error_buf* err) {
+  for (int32_t i = 0; i < count; ++i) {
+    const loom_status s = linear(self, handles[i], x, &y[i], err);
+    if (s != LOOM_OK) return s;
+  }
+  return LOOM_OK;
+}
+
 void release_weight(void*, void* handle) { delete static_cast<loom_tensor_view*>(handle); }
 
-const loom_fixture::Guarded<QuantizationVtable11> kTable = {
-    {sizeof(QuantizationVtable11), &supports, &prepare_weight, &linear, &release_weight, &prepare_weight_info},
+const loom_fixture::Guarded<QuantizationVtable12> kTable = {
+    {sizeof(QuantizationVtable12), &supports, &prepare_weight, &linear, &release_weight, &prepare_weight_info,
+     &linear_group},
     reinterpret_cast<const void*>(&linear)};
 
 struct Stateless {};
 
-LOOM_FIXTURE_CREATE(QuantizationCreateArgs11, Stateless, &kTable.vtable);
+LOOM_FIXTURE_CREATE(QuantizationCreateArgs12, Stateless, &kTable.vtable);
 
 }  // namespace
 
