@@ -1,4 +1,4 @@
-// GGUF tokenizer metadata helpers, and the byte-level BPE ("gpt2") and WordPiece ("bert")
+// GGUF tokenizer metadata helpers, and the BPE ("gpt2", "gemma4") and WordPiece ("bert")
 // loaders. Defaults follow llama.cpp where a key is absent.
 #include <string>
 #include <vector>
@@ -81,7 +81,9 @@ std::unique_ptr<Tokenizer> load_gguf_bpe(const GgufFile& file) {
   vocab.types = gguf_token_types(file, n);
   if (vocab.types.empty()) vocab.types.assign(n, TokenType::kNormal);
 
-  const std::string pre = file.get_string("tokenizer.ggml.pre", "default");
+  // tokenizer.ggml.model "gemma4" is always Gemma 4's pre-tokenizer, whatever the key says.
+  const bool gemma4 = file.get_string("tokenizer.ggml.model", "") == "gemma4";
+  const std::string pre = gemma4 ? "gemma4" : file.get_string("tokenizer.ggml.pre", "default");
   PreTokenizerSpec spec;
   try {
     spec = pre_tokenizer_for_gguf(pre);
@@ -122,6 +124,8 @@ std::unique_ptr<Tokenizer> load_gguf_bpe(const GgufFile& file) {
 
   vocab.pre_patterns = spec.patterns;
   vocab.ignore_merges = spec.ignore_merges;
+  vocab.byte_level = spec.byte_level;
+  vocab.whole_newline_runs = spec.whole_newline_runs;
 
   vocab.bos_id = gguf_special_id(file, "tokenizer.ggml.bos_token_id", -1, n);
   vocab.eos_id = gguf_special_id(file, "tokenizer.ggml.eos_token_id", -1, n);

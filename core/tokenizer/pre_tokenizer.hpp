@@ -70,6 +70,8 @@ struct PreTokenizerSpec {
   bool ignore_merges = false;     // a word that is itself a token is taken whole (Llama 3)
   bool add_bos = false;           // llama.cpp's default for the family when the GGUF does not say
   bool merges_optional = false;   // the GGUF may have no tokenizer.ggml.merges (Kimi K2)
+  bool byte_level = true;         // false: BPE over raw UTF-8 with U+2581 spaces (Gemma 4)
+  bool whole_newline_runs = false;  // a word of only '\n' that is a token is taken whole
 };
 PreTokenizerSpec pre_tokenizer_for_gguf(const std::string& pre);
 std::vector<std::string> known_gguf_pre_tokenizers();  // every name, in llama.cpp's order

@@ -77,6 +77,8 @@ struct Family {
   bool ignore_merges = false;
   bool add_bos = false;
   bool merges_optional = false;
+  bool byte_level = true;
+  bool whole_newline_runs = false;
 };
 
 const std::vector<Family>& families() {
@@ -203,14 +205,22 @@ const std::vector<Family>& families() {
         R"re(\x{1000}-\x{109F}\x{AA60}-\x{AA7F}\x{A9E0}-\x{A9FF}\x{AC00}-\x{D7AF}\x{1100}-\x{11FF}]+)re",
         kDeepseek3}},
       {{"laguna"}, {R"re([^\n]+|\n+)re", kQwen2}},
+      // SentencePiece-style BPE (raw UTF-8, U+2581 for spaces): only line breaks cut words.
+      {{"gemma4", "granite-embed-multi-311m"},
+       {R"re([^\n]+|\n+)re"},
+       false,
+       false,
+       false,
+       false,
+       true},
+      {{"sarvam-moe"}, {R"re([^\n]+|\n+)re"}, false, false, false, false},
   };
   return table;
 }
 
-// Names llama.cpp knows whose BPE does not work on GPT-2's byte spelling (raw UTF-8 with U+2581
-// for spaces, or whitespace words): Loom's byte-level BPE cannot run them.
-constexpr const char* kNotByteLevel[] = {"gemma4", "granite-embed-multi-311m", "sarvam-moe",
-                                         "whitespace"};
+// Names llama.cpp knows that Loom does not run: jina-embeddings-v2-base-zh's "whitespace"
+// tokenizer (its own session in llama.cpp, whitespace-separated words looked up whole).
+constexpr const char* kNotRun[] = {"whitespace"};
 
 }  // namespace
 
@@ -229,13 +239,15 @@ PreTokenizerSpec pre_tokenizer_for_gguf(const std::string& pre) {
       spec.ignore_merges = f.ignore_merges;
       spec.add_bos = f.add_bos;
       spec.merges_optional = f.merges_optional;
+      spec.byte_level = f.byte_level;
+      spec.whole_newline_runs = f.whole_newline_runs;
       return spec;
     }
   }
-  for (const char* name : kNotByteLevel) {
+  for (const char* name : kNotRun) {
     if (pre == name) {
       throw Error("tokenizer.ggml.pre '" + pre +
-                      "' is BPE over raw UTF-8 (not byte-level), which Loom does not run",
+                      "' is llama.cpp's whitespace-word tokenizer, which Loom does not run",
                   LOOM_ERR_UNSUPPORTED);
     }
   }

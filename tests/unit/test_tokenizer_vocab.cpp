@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -72,6 +74,31 @@ TEST(TokenizerVocab, CommandR) { check_gguf("command-r-trimmed", true); }
 TEST(TokenizerVocab, Qwen35) { check_gguf("qwen35-trimmed", true); }
 TEST(TokenizerVocab, LlamaBpeGguf) { check_gguf("llama-bpe-trimmed", true, "llama-bpe"); }
 TEST(TokenizerVocab, Qwen2Gguf) { check_gguf("qwen2-trimmed", true, "qwen2"); }
+// Every vocab file with vectors in a llama.cpp models/ folder, full size, Gemma 4's included
+// (BPE over raw UTF-8, kept out of this repository by its licence). The folder comes from
+// llama-cpp-python's sdist:
+//   pip download --no-deps --no-binary :all: llama-cpp-python==0.3.36 && tar xzf llama_cpp_python-*
+//   LOOM_LLAMA_CPP_MODELS=$PWD/llama_cpp_python-0.3.36/vendor/llama.cpp/models
+TEST(TokenizerVocab, LlamaCppModelsFolder) {
+  const char* dir = std::getenv("LOOM_LLAMA_CPP_MODELS");
+  if (dir == nullptr) GTEST_SKIP() << "LOOM_LLAMA_CPP_MODELS is not set";
+  size_t families = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string path = entry.path().string();
+    const std::string suffix = ".gguf.inp";
+    if (!path.ends_with(suffix)) continue;
+    const std::string base = path.substr(0, path.size() - 4);  // the .gguf
+    const std::string family = entry.path().stem().string();    // ggml-vocab-<family>.gguf
+    const GgufFile file = GgufFile::open(base);
+    const auto tok = load_tokenizer(file);
+    const bool spm_or_wpm = family.find("spm") != std::string::npos ||
+                            family.find("phi-3") != std::string::npos ||
+                            family.find("bert") != std::string::npos;
+    check_family(family, *tok, base, !spm_or_wpm);
+    ++families;
+  }
+  EXPECT_GE(families, 15u);
+}
 
 TEST(TokenizerVocab, LlamaBpeFromTokenizerJson) {
   const auto tok = load_tokenizer_json(kData + "/hf_tokenizers/llama3");

@@ -308,8 +308,7 @@ def main(llama_cpp, out_path):
     for name, info in names.items():
         t = info["family"]
         entry = dict(info, byte_level=byte_level[t])
-        if byte_level[t]:
-            entry["splits"] = [regex_split(text, families[t]) for text in TEXTS]
+        entry["splits"] = [regex_split(text, families[t]) for text in TEXTS]
         result["names"][name] = entry
     with open(out_path, "w", encoding="utf-8") as f:
         json.dump(result, f, ensure_ascii=False, indent=1)

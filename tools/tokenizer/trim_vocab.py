@@ -3,13 +3,13 @@
 
     tools/tokenizer/trim_vocab.py IN.gguf OUT.gguf
 
-Token ids stay where they are. A token is kept when the bytes it spells occur somewhere in the
-.inp texts (or it is not a normal token: control, user-defined, byte...); every other token
+Token ids stay where they are. A token is kept when the bytes it spells (GPT-2's byte spelling, or
+raw UTF-8 with U+2581 for a space in a "gemma4" vocab) occur somewhere in the .inp texts (or it is not a normal token: control, user-defined, byte...); every other token
 becomes an empty `unused` entry (type 5). A merge is kept when its result is kept. BPE on a word
 only ever looks at merges of adjacent symbols, whose concatenation is a substring of the word,
 and a whole-word lookup (ignore_merges) only at the word itself, so encoding the .inp texts
-gives the same ids with the trimmed file as with the full one. Everything else in the file
-(other metadata) is copied as it is. Standard library only.
+gives the same ids with the trimmed file as with the full one. The token scores and the chat
+template (unused by BPE) are dropped; everything else is copied as it is. Standard library only.
 """
 import struct
 import sys
@@ -80,13 +80,18 @@ def main(src, dst):
     for _ in range(n_kv):
         key = r.string()
         t = r.take("<I")
-        kvs.append((key, t, r.value(t)))
+        value = r.value(t)
+        if key not in (b"tokenizer.ggml.scores", b"tokenizer.chat_template"):
+            kvs.append((key, t, value))
     meta = {k: v for k, _, v in kvs}
     tokens = meta[b"tokenizer.ggml.tokens"][1]
     types = meta[b"tokenizer.ggml.token_type"][1]
     decoder = gpt2_byte_decoder()
+    raw_utf8 = meta.get(b"tokenizer.ggml.model") == b"gemma4"  # U+2581 spaces, no byte spelling
 
     def spelled_bytes(tok):
+        if raw_utf8:
+            return tok.replace("\u2581".encode(), b" ")
         text = tok.decode("utf-8")
         if all(c in decoder for c in text):
             return bytes(decoder[c] for c in text)
