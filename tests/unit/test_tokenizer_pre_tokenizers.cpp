@@ -7,8 +7,10 @@
 // punctuation and symbols, camel case). It was made by tools/tokenizer/pre_tokenizer_splits.py,
 // which reads the names and expressions out of llama.cpp's source and splits with a Python
 // model of llama.cpp's unicode_regex_split() (std::regex on the "collapsed" text, its
-// hand-coded Kimi K2 and digit-group splitters) — not with Loom's expressions or PCRE2. Real
-// vocab files with llama.cpp's .inp/.out vectors are checked in test_tokenizer_vocab.cpp.
+// hand-coded Kimi K2 and digit-group splitters) — not with Loom's expressions or PCRE2.
+// llama_cpp_gpt2_ids.json has llama.cpp itself tokenize 51 texts under every byte-level name
+// (EveryByteLevelNameGivesLlamaCppsIds). Real vocab files with llama.cpp's .inp/.out vectors are
+// checked in test_tokenizer_vocab.cpp.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -82,6 +84,47 @@ TEST(PreTokenizers, EveryLlamaCppNameSplitsAsLlamaCpp) {
   }
   std::cout << "pre-tokenizers: " << passed << "/" << names << " llama.cpp names\n";
   EXPECT_EQ(names, 91u);  // llama.cpp 0.3.36's list, "default" included
+  EXPECT_EQ(passed, names);
+}
+
+// llama.cpp itself in the loop: tests/data/pre_tokenizers/llama_cpp_gpt2_ids.json holds the ids
+// llama.cpp (0.3.36, tools/tokenizer/llama_cpp_ids.cpp) gave for the five texts above and the 46
+// .inp texts, on ggml-vocab-gpt-2.gguf with tokenizer.ggml.pre set to each byte-level name
+// (tools/tokenizer/llama_cpp_pre_ids.py). Loom reads the same file with the same override.
+GgufFile gpt2_vocab_with_pre(const GgufFile& gpt2, const std::string& pre) {
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", pre);
+  for (const char* key : {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type",
+                          "tokenizer.ggml.merges", "tokenizer.ggml.bos_token_id",
+                          "tokenizer.ggml.eos_token_id"}) {
+    if (const GgufValue* v = gpt2.find(key)) w.set(key, *v);
+  }
+  return GgufFile::from_bytes(w.to_bytes(), pre + ".gguf");
+}
+
+TEST(PreTokenizers, EveryByteLevelNameGivesLlamaCppsIds) {
+  std::ifstream in(kData + "/pre_tokenizers/llama_cpp_gpt2_ids.json");
+  const nlohmann::json j = nlohmann::json::parse(in);
+  const auto texts = j.at("texts").get<std::vector<std::string>>();
+  ASSERT_EQ(texts.size(), 51u);
+  const GgufFile gpt2 = GgufFile::open(kData + "/vocab/ggml-vocab-gpt-2.gguf");
+  size_t names = 0;
+  size_t passed = 0;
+  for (const auto& [name, ids] : j.at("ids").items()) {
+    ++names;
+    const auto tok = load_tokenizer(gpt2_vocab_with_pre(gpt2, name));
+    size_t ok = 0;
+    for (size_t t = 0; t < texts.size(); ++t) {
+      const auto want = ids.at(t).get<std::vector<int32_t>>();
+      const auto got = tok->encode(texts[t], /*add_special=*/false);
+      EXPECT_EQ(got, want) << name << ", text " << t << ": '" << texts[t] << "'";
+      if (got == want) ++ok;
+    }
+    if (ok == texts.size()) ++passed;
+  }
+  std::cout << "llama.cpp ids: " << passed << "/" << names << " names\n";
+  EXPECT_EQ(names, 87u);  // all but gemma4, granite-embed-multi-311m, sarvam-moe, whitespace
   EXPECT_EQ(passed, names);
 }
 
