@@ -17,6 +17,33 @@ constexpr std::string_view kEndOfTurnTexts[] = {
     "<|eom_id|>", "<end_of_turn>", "<EOT>",      "<|end_of_text|>",
 };
 
+constexpr std::string_view kEscapedSpace = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+
+std::string unescape_spaces(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (text.substr(i, kEscapedSpace.size()) == kEscapedSpace) {
+      out += ' ';
+      i += kEscapedSpace.size();
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+// The byte a "<0xNN>" token stands for, -1 for any other text.
+int byte_token_value(std::string_view text) {
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  int value = 0;
+  for (const char c : text.substr(3, 2)) {
+    const int digit = c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+    if (digit < 0) return -1;
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
 uint64_t pair_key(int32_t left, int32_t right) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) | static_cast<uint32_t>(right);
 }
@@ -61,18 +88,26 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab)
 
   pieces_.resize(n);
   ids_.reserve(n);
+  byte_ids_.fill(-1);
   for (size_t i = 0; i < n; ++i) {
     const TokenType type = vocab_.types[i];
+    const std::string& text = vocab_.tokens[i];
     if (type == TokenType::kNormal || type == TokenType::kUndefined) {
-      pieces_[i] = unicode_to_bytes(vocab_.tokens[i]);
-      ids_.emplace(vocab_.tokens[i], static_cast<int32_t>(i));  // first id wins on duplicates
+      pieces_[i] = vocab_.byte_level ? unicode_to_bytes(text) : unescape_spaces(text);
+      ids_.emplace(text, static_cast<int32_t>(i));  // first id wins on duplicates
+    } else if (type == TokenType::kByte && !vocab_.byte_level && byte_token_value(text) >= 0) {
+      const int b = byte_token_value(text);
+      pieces_[i] = std::string(1, static_cast<char>(b));
+      if (byte_ids_[b] < 0) byte_ids_[b] = static_cast<int32_t>(i);
     } else if (type != TokenType::kUnused) {
-      pieces_[i] = vocab_.tokens[i];  // added tokens are raw text
+      pieces_[i] = text;  // added tokens are raw text
     }
   }
-  for (int b = 0; b < 256; ++b) {
-    const auto it = ids_.find(byte_to_unicode(static_cast<uint8_t>(b)));
-    byte_ids_[b] = it == ids_.end() ? -1 : it->second;
+  if (vocab_.byte_level) {
+    for (int b = 0; b < 256; ++b) {
+      const auto it = ids_.find(byte_to_unicode(static_cast<uint8_t>(b)));
+      byte_ids_[b] = it == ids_.end() ? -1 : it->second;
+    }
   }
 
   merges_.reserve(vocab_.merges.size());
@@ -100,11 +135,14 @@ BpeTokenizer::BpeTokenizer(BpeVocab vocab)
 }
 
 void BpeTokenizer::bpe(std::string_view word, std::vector<int32_t>& out) const {
-  // Symbols form a linked list over the word's bytes; merged-away symbols get id -1.
+  // Symbols form a linked list over the word's units (bytes, or UTF-8 characters without
+  // byte_level); merged-away symbols get size 0. id -1: a unit no token covers.
   struct Symbol {
     int32_t id;
     int32_t prev;
     int32_t next;
+    uint32_t begin;  // byte offset in word
+    uint32_t size;   // bytes
   };
   struct Candidate {
     int32_t rank;
@@ -115,11 +153,22 @@ void BpeTokenizer::bpe(std::string_view word, std::vector<int32_t>& out) const {
       return rank != o.rank ? rank > o.rank : left > o.left;
     }
   };
-  const int32_t n = static_cast<int32_t>(word.size());
-  std::vector<Symbol> syms(n);
-  for (int32_t i = 0; i < n; ++i) {
-    syms[i] = {byte_ids_[static_cast<uint8_t>(word[i])], i - 1, i + 1 < n ? i + 1 : -1};
+  std::vector<Symbol> syms;
+  syms.reserve(word.size());
+  for (size_t i = 0; i < word.size();) {
+    size_t len = 1;
+    int32_t id = byte_ids_[static_cast<uint8_t>(word[i])];
+    if (!vocab_.byte_level) {
+      len = std::min(word.size() - i, utf8_lead_length(static_cast<uint8_t>(word[i])));
+      const auto it = ids_.find(word.substr(i, len));
+      id = it == ids_.end() ? -1 : it->second;
+    }
+    const auto k = static_cast<int32_t>(syms.size());
+    syms.push_back({id, k - 1, -1, static_cast<uint32_t>(i), static_cast<uint32_t>(len)});
+    if (k > 0) syms[k - 1].next = k;
+    i += len;
   }
+  const auto n = static_cast<int32_t>(syms.size());
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
   const auto push_pair = [&](int32_t left) {
     if (left < 0) return;
@@ -134,18 +183,30 @@ void BpeTokenizer::bpe(std::string_view word, std::vector<int32_t>& out) const {
     queue.pop();
     Symbol& left = syms[c.left];
     // Stale when either side has merged since: a symbol's id only changes by merging.
-    if (left.id != c.left_id || left.next < 0 || syms[left.next].id != c.right_id) continue;
+    if (left.size == 0 || left.id != c.left_id || left.next < 0 ||
+        syms[left.next].id != c.right_id) {
+      continue;
+    }
     const int32_t right = left.next;
     left.id = merges_.find(pair_key(c.left_id, c.right_id))->second.result;
+    left.size += syms[right].size;
     left.next = syms[right].next;
     if (left.next >= 0) syms[left.next].prev = c.left;
     syms[right].id = -1;
+    syms[right].size = 0;
     push_pair(left.prev);
     push_pair(c.left);
   }
   for (int32_t i = 0; i >= 0 && i < n; i = syms[i].next) {
-    if (syms[i].id >= 0) {
-      out.push_back(syms[i].id);
+    const Symbol& s = syms[i];
+    if (s.id >= 0) {
+      out.push_back(s.id);
+    } else if (!vocab_.byte_level) {
+      // llama.cpp's fallback: each byte's <0xNN> token, skipped when there is none.
+      for (uint32_t b = s.begin; b < s.begin + s.size; ++b) {
+        const int32_t id = byte_ids_[static_cast<uint8_t>(word[b])];
+        if (id >= 0) out.push_back(id);
+      }
     } else if (vocab_.unk_id >= 0) {
       out.push_back(vocab_.unk_id);  // a byte with no token of its own
     }
@@ -170,9 +231,15 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>& out)
   }
   const size_t start = out.size();
   bool whole = false;
-  if (vocab_.ignore_merges) {
+  const bool newline_run =
+      vocab_.whole_newline_runs && word.find_first_not_of('\n') == std::string_view::npos;
+  if (vocab_.ignore_merges || newline_run) {
     std::string spelled;
-    bytes_to_unicode(word, spelled);
+    if (vocab_.byte_level) {
+      bytes_to_unicode(word, spelled);
+    } else {
+      spelled = word;
+    }
     const auto it = ids_.find(spelled);
     if (it != ids_.end()) {
       out.push_back(it->second);
@@ -210,6 +277,18 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text, bool add_specia
     if (vocab_.normalizer != NormalForm::kNone || vocab_.add_prefix_space) {
       normalized = unicode_normalize(plain, vocab_.normalizer);
       if (vocab_.add_prefix_space && normalized[0] != ' ') normalized.insert(0, 1, ' ');
+      plain = normalized;
+    }
+    if (!vocab_.byte_level) {
+      std::string escaped;
+      for (const char c : plain) {
+        if (c == ' ') {
+          escaped += kEscapedSpace;
+        } else {
+          escaped += c;
+        }
+      }
+      normalized = std::move(escaped);
       plain = normalized;
     }
     pre_.split(plain, words);

@@ -6,6 +6,9 @@
 //   4. each word's bytes are spelled with GPT-2's byte->unicode map and merged pairwise by merge
 //      rank (lowest first, leftmost on ties) until no ranked pair is left; with ignore_merges a
 //      word that is itself a token is taken whole first (Llama 3).
+// Without byte_level (Gemma 4, Sarvam: llama.cpp's byte_encode = false) tokens are raw UTF-8
+// with U+2581 for a space: spaces are escaped before step 3, words start as UTF-8 characters,
+// and a character no token covers falls back to its <0xNN> byte tokens.
 // Words -> ids are cached (bounded, sharded under mutexes). All methods are const and safe to
 // call from many threads at once.
 #pragma once
@@ -36,6 +39,8 @@ struct BpeVocab {
   std::vector<AddedToken> added;                            // ids in [0, n_vocab)
   std::vector<std::string> pre_patterns;  // applied in sequence; empty = the whole text is a word
   bool ignore_merges = false;
+  bool byte_level = true;           // false: raw UTF-8 tokens, U+2581 spaces, <0xNN> fallback
+  bool whole_newline_runs = false;  // a word of only '\n' that is a token is taken whole (Gemma 4)
   bool add_prefix_space = false;  // a space before each text fragment that lacks one
   NormalForm normalizer = NormalForm::kNone;
   int32_t bos_id = -1;
@@ -91,7 +96,7 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<std::string> pieces_;                    // [n_vocab] bytes each token stands for
   std::unordered_map<std::string_view, int32_t> ids_;  // normal token spelling -> id
   std::unordered_map<uint64_t, Merge> merges_;         // (left id << 32 | right id) -> merge
-  std::array<int32_t, 256> byte_ids_{};                // byte -> its single-byte token, -1
+  std::array<int32_t, 256> byte_ids_{};  // byte -> its single-byte (or <0xNN>) token, -1
   std::vector<int32_t> eog_ids_;
 
   // Word -> ids cache, sharded so concurrent encodes rarely wait on each other.

@@ -1,4 +1,4 @@
-// GGUF tokenizer metadata helpers, and the byte-level BPE ("gpt2") and WordPiece ("bert")
+// GGUF tokenizer metadata helpers, and the BPE ("gpt2", "gemma4") and WordPiece ("bert")
 // loaders. Defaults follow llama.cpp where a key is absent.
 #include <string>
 #include <vector>
@@ -81,9 +81,25 @@ std::unique_ptr<Tokenizer> load_gguf_bpe(const GgufFile& file) {
   vocab.types = gguf_token_types(file, n);
   if (vocab.types.empty()) vocab.types.assign(n, TokenType::kNormal);
 
+  // tokenizer.ggml.model "gemma4" is always Gemma 4's pre-tokenizer, whatever the key says.
+  const bool gemma4 = file.get_string("tokenizer.ggml.model", "") == "gemma4";
+  const std::string pre = gemma4 ? "gemma4" : file.get_string("tokenizer.ggml.pre", "default");
+  PreTokenizerSpec spec;
+  try {
+    spec = pre_tokenizer_for_gguf(pre);
+  } catch (const Error& e) {
+    throw Error(file.path() + ": " + e.what(), e.code());
+  }
   const std::string merges_key = "tokenizer.ggml.merges";
+  // llama.cpp lets Kimi K2's conversion go without merges (its words are then spelled by bytes
+  // unless whole); every other family needs them.
+  const GgufValue* merges_value = file.find(merges_key);
+  if (merges_value == nullptr && !spec.merges_optional) (void)file.get(merges_key);  // throws
+  static const GgufArray kNoMerges{GgufValueType::kString, {}};
   const GgufArray& merges =
-      gguf_array_of(file, file.get(merges_key), merges_key, {GgufValueType::kString}, "strings");
+      merges_value == nullptr
+          ? kNoMerges
+          : gguf_array_of(file, *merges_value, merges_key, {GgufValueType::kString}, "strings");
   vocab.merges.reserve(merges.items.size());
   for (size_t i = 0; i < merges.items.size(); ++i) {
     const std::string& m = merges.items[i].as_string();
@@ -106,15 +122,10 @@ std::unique_ptr<Tokenizer> load_gguf_bpe(const GgufFile& file) {
     }
   }
 
-  const std::string pre = file.get_string("tokenizer.ggml.pre", "default");
-  PreTokenizerSpec spec;
-  try {
-    spec = pre_tokenizer_for_gguf(pre);
-  } catch (const Error& e) {
-    throw Error(file.path() + ": " + e.what(), e.code());
-  }
   vocab.pre_patterns = spec.patterns;
   vocab.ignore_merges = spec.ignore_merges;
+  vocab.byte_level = spec.byte_level;
+  vocab.whole_newline_runs = spec.whole_newline_runs;
 
   vocab.bos_id = gguf_special_id(file, "tokenizer.ggml.bos_token_id", -1, n);
   vocab.eos_id = gguf_special_id(file, "tokenizer.ggml.eos_token_id", -1, n);

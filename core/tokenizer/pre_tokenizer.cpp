@@ -1,8 +1,9 @@
-// RegexSplitter and PreTokenizer over PCRE2 (UTF + UCP, JIT).
+// RegexSplitter (PCRE2, UTF + UCP, JIT), DigitGroupSplitter and PreTokenizer.
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "core/tokenizer/pre_tokenizer.hpp"
 
 #include <pcre2.h>
+#include <utf8proc.h>
 
 #include <string>
 
@@ -12,20 +13,10 @@ namespace loom {
 
 const char* const kGpt2Pattern =
     "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+";
+// Not a valid PCRE2 expression (no such property), so no tokenizer.json pattern can mean it.
+const char* const kDigitGroupsStep = "\\p{Loom_digit_groups}";
 
 namespace {
-
-// Llama 3's expression; Qwen2's is the same with single digits.
-const char* const kLlama3Pattern =
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-const char* const kQwen2Pattern =
-    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|"
-    "\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
-
-constexpr const char* kSupportedPre =
-    "gpt-2, llama-bpe, llama3, smaug-bpe, dbrx, qwen2, stablelm2, deepseek-coder, starcoder, "
-    "refact, smollm, codeshell";
 
 // Per-thread PCRE2 state: match data (ovector) and a JIT stack big enough for long runs of
 // whitespace. Created on first use in a thread, freed when the thread ends.
@@ -101,7 +92,10 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& 
     const size_t begin = ov[0];
     const size_t end = ov[1];
     if (end == begin) {
-      // An empty match cuts nothing; step over one character and search again.
+      // An empty match (a lookahead) cuts the text where it matches, as Hugging Face's and
+      // llama.cpp's splitters both do; the search goes on one character later.
+      if (begin > done) out.push_back(text.substr(done, begin - done));
+      done = begin;
       pos = begin + 1;
       while (pos < text.size() && (static_cast<uint8_t>(text[pos]) & 0xC0) == 0x80) ++pos;
       continue;
@@ -113,8 +107,52 @@ void RegexSplitter::split(std::string_view text, std::vector<std::string_view>& 
   if (done < text.size()) out.push_back(text.substr(done));
 }
 
+void DigitGroupSplitter::split(std::string_view text, std::vector<std::string_view>& out) const {
+  const auto* bytes = reinterpret_cast<const utf8proc_uint8_t*>(text.data());
+  const auto n = static_cast<utf8proc_ssize_t>(text.size());
+  size_t done = 0;         // text before this is in out
+  std::vector<size_t> run;  // byte offsets where the digits of the current run begin
+  const auto cut = [&](size_t at) {
+    if (at > done) out.push_back(text.substr(done, at - done));
+    done = at;
+  };
+  for (utf8proc_ssize_t pos = 0; pos < n;) {
+    // Collect one run of \p{N} (its characters' starts), or step over one other character.
+    run.clear();
+    utf8proc_ssize_t next = pos;
+    while (next < n) {
+      utf8proc_int32_t cp = 0;
+      const utf8proc_ssize_t len = utf8proc_iterate(bytes + next, n - next, &cp);
+      if (len <= 0) break;  // cannot happen on valid UTF-8
+      const utf8proc_category_t cat = utf8proc_category(cp);
+      const bool digit = cat == UTF8PROC_CATEGORY_ND || cat == UTF8PROC_CATEGORY_NL ||
+                         cat == UTF8PROC_CATEGORY_NO;
+      if (!digit) {
+        if (run.empty()) next += len;
+        break;
+      }
+      run.push_back(static_cast<size_t>(next));
+      next += len;
+    }
+    if (!run.empty()) {
+      run.push_back(static_cast<size_t>(next));  // the run's end, as one more boundary
+      const size_t digits = run.size() - 1;
+      // The first group holds digits % 3 (when non-zero) and everything since `done`.
+      for (size_t i = digits % 3 == 0 ? 3 : digits % 3; i <= digits; i += 3) cut(run[i]);
+    }
+    pos = next;
+  }
+  cut(text.size());
+}
+
 PreTokenizer::PreTokenizer(const std::vector<std::string>& patterns) {
-  for (const std::string& p : patterns) splitters_.push_back(std::make_unique<RegexSplitter>(p));
+  for (const std::string& p : patterns) {
+    if (p == kDigitGroupsStep) {
+      splitters_.push_back(std::make_unique<DigitGroupSplitter>());
+    } else {
+      splitters_.push_back(std::make_unique<RegexSplitter>(p));
+    }
+  }
 }
 
 void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& words) const {
@@ -127,34 +165,6 @@ void PreTokenizer::split(std::string_view text, std::vector<std::string_view>& w
     for (const std::string_view w : words) s->split(w, next);
     words.swap(next);
   }
-}
-
-PreTokenizerSpec pre_tokenizer_for_gguf(const std::string& pre) {
-  PreTokenizerSpec spec;
-  if (pre == "gpt-2" || pre == "default") {
-    spec.patterns = {kGpt2Pattern};
-  } else if (pre == "llama-bpe" || pre == "llama3" || pre == "llama-v3" || pre == "smaug-bpe" ||
-             pre == "dbrx") {
-    spec.patterns = {kLlama3Pattern};
-    spec.ignore_merges = true;
-    spec.add_bos = true;
-  } else if (pre == "qwen2" || pre == "stablelm2") {
-    spec.patterns = {kQwen2Pattern};
-  } else if (pre == "deepseek-coder") {
-    // Line breaks, letters, punctuation, CJK runs and single digits, each a word of its own
-    // (the Split sequence of DeepSeek-Coder's tokenizer.json).
-    spec.patterns = {
-        "[\\r\\n]", "\\s?\\p{L}+", "\\s?\\p{P}+",
-        "[\xE4\xB8\x80-\xE9\xBE\xA5\xE0\xA0\x80-\xE4\xB8\x80\xEA\xB0\x80-\xED\x9F\xBF]+", "\\p{N}"};
-  } else if (pre == "starcoder" || pre == "refact" || pre == "smollm" || pre == "codeshell") {
-    // Single digits first, then GPT-2's expression.
-    spec.patterns = {"\\p{N}", kGpt2Pattern};
-  } else {
-    throw Error(
-        "tokenizer.ggml.pre '" + pre + "' is not supported (supported: " + kSupportedPre + ")",
-        LOOM_ERR_UNSUPPORTED);
-  }
-  return spec;
 }
 
 std::string regex_escape(std::string_view literal) {

@@ -14,7 +14,7 @@ namespace loom {
 namespace {
 
 constexpr const char* kSupportedModels =
-    "llama (SentencePiece BPE), gpt2 (byte-level BPE), bert (WordPiece)";
+    "llama (SentencePiece BPE), gpt2 (byte-level BPE), gemma4 (UTF-8 BPE), bert (WordPiece)";
 
 std::unique_ptr<Tokenizer> load_spm(const GgufFile& file) {
   SpmVocab vocab;
@@ -69,7 +69,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const GgufFile& file) {
   }
   const std::string& name = model->as_string();
   if (name == "llama") return load_spm(file);
-  if (name == "gpt2") return load_gguf_bpe(file);
+  if (name == "gpt2" || name == "gemma4") return load_gguf_bpe(file);
   if (name == "bert") return load_gguf_wordpiece(file);
   throw Error(file.path() + ": tokenizer.ggml.model '" + name + "' is not supported (supported: " +
                   kSupportedModels + ")",

@@ -76,6 +76,29 @@ TEST(BpeTokenizer, RefusesMergesOfUnknownTokens) {
   }
 }
 
+// Gemma 4 style (llama.cpp's byte_encode = false): raw UTF-8 tokens, U+2581 for spaces, line
+// breaks cut words, and a character with no token falls back to its <0xNN> tokens.
+TEST(BpeTokenizer, RawUtf8VocabularyEscapesSpacesAndFallsBackToByteTokens) {
+  const std::string sp = "\xE2\x96\x81";  // U+2581
+  BpeVocab v;
+  v.tokens = {sp, "a", "b", sp + "a", "ab", "\n", "\n\n", "<0xC3>", "<0xA9>"};
+  v.types = {TokenType::kNormal, TokenType::kNormal, TokenType::kNormal, TokenType::kNormal,
+             TokenType::kNormal, TokenType::kNormal, TokenType::kNormal, TokenType::kByte,
+             TokenType::kByte};
+  v.merges = {{sp, "a"}, {"a", "b"}};
+  v.pre_patterns = {"[^\\n]+|\\n+"};
+  v.byte_level = false;
+  BpeVocab whole = v;
+  whole.whole_newline_runs = true;
+  const BpeTokenizer tok(std::move(v));
+  const BpeTokenizer gemma(std::move(whole));
+  // " ab": (U+2581, a) ranks first, and (U+2581a, b) is no merge.
+  EXPECT_EQ(tok.encode(" ab\n\n\xC3\xA9", false), (Ids{3, 2, 5, 5, 7, 8}));
+  EXPECT_EQ(gemma.encode(" ab\n\n\xC3\xA9", false), (Ids{3, 2, 6, 7, 8}));
+  EXPECT_EQ(gemma.decode(Ids{3, 2, 6, 7, 8}), " ab\n\n\xC3\xA9");
+  EXPECT_EQ(gemma.token_to_piece(0), " ");
+}
+
 class Llama3Json : public ::testing::Test {
  protected:
   static void SetUpTestSuite() { tok_ = load_tokenizer_json(kData + "/hf_tokenizers/llama3"); }
