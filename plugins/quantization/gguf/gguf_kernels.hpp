@@ -26,6 +26,14 @@ using TileKernel = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t n_row
 // bits of loom::sdk::gguf::quantize_q8_0, so the two kernel sets see the same activations.
 using QuantizeQ8_0 = void (*)(const float* x, loom::sdk::gguf::BlockQ8_0* y, int64_t n_blocks);
 
+// Q2_K, Q3_K, Q5_K, IQ4_XS weights x Q8_K activations (gguf_kernels_kquant_*.cpp).
+struct KQuantKernels {
+  TileKernel q2_k;
+  TileKernel q3_k;
+  TileKernel q5_k;
+  TileKernel iq4_xs;
+};
+
 // The plugin takes AVX2 Q8_0/Q4_0 weights in the x8 layout (avx2_q*_0_x8_kernel below); the AVX2
 // set's file-layout q8_0/q4_0 stay as gguf-kernel-bench's baseline.
 struct Kernels {
@@ -35,17 +43,20 @@ struct Kernels {
   TileKernel q6_k;  // Q6_K weights x Q8_K activations
   QuantizeQ8_0 quantize_q8_0;  // activations for q8_0 and q4_0
   const char* name;  // "portable" or "avx2"
+  KQuantKernels kquant;
 };
 
 // The fastest kernels this CPU runs, or the portable ones when allow_simd is false.
 Kernels select_kernels(bool allow_simd);
 
 Kernels portable_kernels();
+KQuantKernels portable_kquant_kernels();
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define LOOM_GGUF_HAVE_AVX2 1
 bool cpu_has_avx2_fma();
 Kernels avx2_kernels();
+KQuantKernels avx2_kquant_kernels();
 // Q4_0 and Q8_0 in the x8 layout (gguf_repack.hpp); AVX2 only, the portable set reads the file
 // layout.
 PackedKernel avx2_q4_0_x8_kernel();
