@@ -2,7 +2,8 @@
 //   - the SDK's quantizer gives llama.cpp's quantize_row_*_ref bytes, and its dequantizer
 //     llama.cpp's values, bit for bit, on vectors made from llama.cpp
 //     (tests/data/gguf_kquants, tools/convert/gguf_kquant_vectors.py; random block bytes too);
-//   - every kernel set this CPU runs (portable, AVX2) computes x_q8k . W against the
+//   - every kernel set this CPU runs (portable, AVX2, AVX-512 natively where the CPU has
+//     AVX512-BW/VNNI, and emulated through SIMDe on any AVX2 CPU) computes x_q8k . W against the
 //     dequantized product of the same quantized operands within float rounding, gives a row the
 //     same bits alone and in any batch, and the sets agree with each other bit for bit (each
 //     super-block's sum is an exact int32 folded by one shared scalar expression).
@@ -61,8 +62,8 @@ TEST(GgufKQuantVectors, QuantizeAndDequantizeAsLlamaCpp) {
       std::vector<float> y(expected.size(), NAN);
       ASSERT_TRUE(g::dequantize_row(t, blocks.data(), y.data(), static_cast<int64_t>(y.size())));
       for (size_t i = 0; i < y.size(); ++i)
-        ASSERT_EQ(std::memcmp(&y[i], &expected[i], 4), 0) << name << which << ": value " << i << " " << y[i] << " vs "
-                                                          << expected[i];
+        ASSERT_EQ(std::memcmp(&y[i], &expected[i], 4), 0)
+            << name << which << ": value " << i << " " << y[i] << " vs " << expected[i];
     }
   }
 }
@@ -78,16 +79,25 @@ std::vector<KernelSet> kernel_sets() {
   std::vector<KernelSet> sets = {{"portable", loom_gguf::portable_kquant_kernels()}};
 #ifdef LOOM_GGUF_HAVE_AVX2
   if (loom_gguf::cpu_has_avx2_fma()) sets.push_back({"avx2", loom_gguf::avx2_kquant_kernels()});
+  if (loom_gguf::cpu_has_avx512_kquant()) sets.push_back({"avx512", loom_gguf::avx512_kquant_kernels()});
+#if LOOM_KQUANT_EMULATED
+  // The AVX-512 source against SIMDe: its logic checked on any AVX2 CPU.
+  if (loom_gguf::cpu_has_avx2_fma()) sets.push_back({"avx512-emulated", loom_gguf::emulated::avx512_kquant_kernels()});
+#endif
 #endif
   return sets;
 }
 
 loom_gguf::TileKernel kernel_for(const loom_gguf::KQuantKernels& k, loom_dtype t) {
   switch (t) {
-    case LOOM_DTYPE_Q2_K: return k.q2_k;
-    case LOOM_DTYPE_Q3_K: return k.q3_k;
-    case LOOM_DTYPE_Q5_K: return k.q5_k;
-    default: return k.iq4_xs;
+    case LOOM_DTYPE_Q2_K:
+      return k.q2_k;
+    case LOOM_DTYPE_Q3_K:
+      return k.q3_k;
+    case LOOM_DTYPE_Q5_K:
+      return k.q5_k;
+    default:
+      return k.iq4_xs;
   }
 }
 
@@ -136,7 +146,8 @@ TEST(GgufKQuantKernels, EverySetMatchesTheDequantizedProductAndIsBatchInvariant)
               mag += std::abs(p);
             }
             // Exact integer sums; only the per-super-block float products round.
-            ASSERT_NEAR(y[static_cast<size_t>(r * s.out + o)], ref, 1e-5 * mag + 1e-30) << where << " [" << r << ", " << o << "]";
+            ASSERT_NEAR(y[static_cast<size_t>(r * s.out + o)], ref, 1e-5 * mag + 1e-30)
+                << where << " [" << r << ", " << o << "]";
           }
           // The row alone, and its weight rows split into tiles of 1 and of 4: the same bits.
           std::vector<float> alone(static_cast<size_t>(s.out), NAN);
@@ -145,7 +156,9 @@ TEST(GgufKQuantKernels, EverySetMatchesTheDequantizedProductAndIsBatchInvariant)
             std::vector<float> part(4, NAN);
             kernel(w.data() + o0 * row_bytes, row_bytes, std::min<int64_t>(4, s.out - o0), xq.data() + r * xq_row_bytes,
                    xq_row_bytes, 1, s.in, part.data(), 4);
-            ASSERT_EQ(std::memcmp(part.data(), alone.data() + o0, static_cast<size_t>(std::min<int64_t>(4, s.out - o0)) * 4), 0)
+            ASSERT_EQ(
+                std::memcmp(part.data(), alone.data() + o0, static_cast<size_t>(std::min<int64_t>(4, s.out - o0)) * 4),
+                0)
                 << where << " row " << r << " tile at " << o0;
           }
           ASSERT_EQ(std::memcmp(alone.data(), y.data() + r * s.out, static_cast<size_t>(s.out) * 4), 0)

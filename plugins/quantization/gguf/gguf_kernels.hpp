@@ -65,9 +65,14 @@ PackedKernel avx2_q8_0_x8_kernel();
 bool cpu_has_avx512_vnni();
 PackedKernel vnni_q4_0_x8_kernel();
 PackedKernel vnni_q8_0_x8_kernel();
+// The K-quant kernels on AVX512-BW + VNNI (+VL) CPUs (gguf_kernels_kquant_avx512.cpp): the
+// portable and AVX2 kernels' bits.
+bool cpu_has_avx512_kquant();
+KQuantKernels avx512_kquant_kernels();
 namespace emulated {  // gguf_kernels_vnni_x8.cpp compiled against SIMDe, for tests on CPUs without VNNI
 PackedKernel vnni_q4_0_x8_kernel();
 PackedKernel vnni_q8_0_x8_kernel();
+KQuantKernels avx512_kquant_kernels();  // gguf_kernels_kquant_avx512.cpp, likewise
 }
 #endif
 

@@ -23,4 +23,30 @@ void kquant_tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const ui
   }
 }
 
+// The same over a dot of kRows activation rows at once, each weight super-block unpacked once
+// for all of them (prefill), and of 1 row for the rest: DotRows(w, a, nb, out) sets out[r] =
+// dot(w, a[r]) for r < kRows, Dot1 likewise for one row. Both compute each (row, weight row)
+// pair by the same sequence of operations, so how rows are grouped never changes a bit.
+template <class W, int kRows, void (*DotRows)(const W*, const loom::sdk::gguf::BlockQ8_K* const*, int64_t, float*),
+          void (*Dot1)(const W*, const loom::sdk::gguf::BlockQ8_K* const*, int64_t, float*)>
+void kquant_tile_rows(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const uint8_t* xq, int64_t xq_row_bytes,
+                      int64_t n, int64_t in, float* y, int64_t ys) {
+  using loom::sdk::gguf::BlockQ8_K;
+  const int64_t nb = in / loom::sdk::gguf::kQKK;
+  int64_t t = 0;
+  for (; t + kRows <= n; t += kRows) {
+    const BlockQ8_K* a[kRows];
+    for (int r = 0; r < kRows; ++r) a[r] = reinterpret_cast<const BlockQ8_K*>(xq + (t + r) * xq_row_bytes);
+    for (int64_t j = 0; j < n_rows; ++j) {
+      float out[kRows];
+      DotRows(reinterpret_cast<const W*>(w + j * w_row_bytes), a, nb, out);
+      for (int r = 0; r < kRows; ++r) y[(t + r) * ys + j] = out[r];
+    }
+  }
+  for (; t < n; ++t) {
+    const BlockQ8_K* a[1] = {reinterpret_cast<const BlockQ8_K*>(xq + t * xq_row_bytes)};
+    for (int64_t j = 0; j < n_rows; ++j) Dot1(reinterpret_cast<const W*>(w + j * w_row_bytes), a, nb, y + t * ys + j);
+  }
+}
+
 }  // namespace loom_gguf
