@@ -1,7 +1,7 @@
 // The dot-product kernels of quantization/gguf: y = x W^T over one tile of weight rows stored in
 // a GGUF block format, on activations already quantized per row (Q8_0 blocks against Q8_0/Q4_0
-// weights, Q8_K blocks against Q4_K/Q6_K). Each has a portable version and, on x86-64, an AVX2
-// one picked at run time.
+// weights, Q8_K blocks against Q2_K..Q6_K and IQ4_XS). Each has a portable version and, on
+// x86-64, an AVX2 one picked at run time (and for Q2_K/Q3_K/Q5_K/IQ4_XS an AVX-512 one).
 //
 // Batch invariance: a block's integer dot product is exact, and each kernel folds the blocks of
 // one (activation row, weight row) pair into its float sum in one fixed order whatever n is and
