@@ -249,7 +249,12 @@ struct BlockFormat {
 constexpr BlockFormat kBlockFormats[] = {{LOOM_DTYPE_Q8_0, "q8_0", 3e-3, 1e-2},
                                          {LOOM_DTYPE_Q4_0, "q4_0", 3e-3, 6e-2},
                                          {LOOM_DTYPE_Q4_K, "q4_K", 4e-3, 5e-2},
-                                         {LOOM_DTYPE_Q6_K, "q6_K", 4e-3, 1.5e-2}};
+                                         {LOOM_DTYPE_Q6_K, "q6_K", 4e-3, 1.5e-2},
+                                         {LOOM_DTYPE_Q2_K, "q2_K", 4e-3, 0.12},
+                                         {LOOM_DTYPE_Q3_K, "q3_K", 4e-3, 6e-2},
+                                         {LOOM_DTYPE_Q5_K, "q5_K", 4e-3, 1.5e-2},
+                                         {LOOM_DTYPE_IQ4_XS, "iq4_xs", 4e-3, 4e-2}};
+constexpr int kNumBlockFormats = static_cast<int>(sizeof(kBlockFormats) / sizeof(kBlockFormats[0]));
 
 // W [out, in] uniform in [-1, 1], its blocks, and the blocks' f32 values.
 struct QuantizedMatrix {
@@ -335,7 +340,8 @@ TEST_P(BlockFormatConformance, LinearMatchesDequantizedGemm) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Plugins, BlockFormatConformance,
-                         ::testing::Combine(::testing::ValuesIn(conformance::plugin_names()), ::testing::Range(0, 4)),
+                         ::testing::Combine(::testing::ValuesIn(conformance::plugin_names()),
+                                            ::testing::Range(0, kNumBlockFormats)),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_" + kBlockFormats[std::get<1>(info.param)].name;
                          });
@@ -368,7 +374,8 @@ TEST_P(LinearGroupConformance, EachOutputHasLinearsBits) {
   const std::vector<std::vector<loom_dtype>> groups = {
       {LOOM_DTYPE_F16, LOOM_DTYPE_F16, LOOM_DTYPE_F16},   {LOOM_DTYPE_F32, LOOM_DTYPE_BF16},
       {LOOM_DTYPE_Q8_0, LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0}, {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q6_K},
-      {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q8_0, LOOM_DTYPE_F16}};
+      {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q8_0, LOOM_DTYPE_F16},  {LOOM_DTYPE_Q5_K, LOOM_DTYPE_Q2_K, LOOM_DTYPE_IQ4_XS},
+      {LOOM_DTYPE_Q3_K, LOOM_DTYPE_Q6_K, LOOM_DTYPE_Q4_0}};
   const int64_t outs[] = {37, 16, 70};
   int tested = 0;
   for (const auto& dtypes : groups) {
@@ -585,9 +592,11 @@ TEST(QuantizationGguf, RefusesRowsThatAreNotWholeBlocks) {
   void* h = nullptr;
   EXPECT_EQ(vt.prepare_weight(p->self(), &w, &h, &eb), LOOM_ERR_INVALID_ARGUMENT);
   EXPECT_NE(err.str().find("in_features 128"), std::string::npos) << err.str();
+  // A type without kernels (ggml type 16, iq2_xxs) is refused by name, never by number.
   int32_t ok = 1;
-  ASSERT_EQ(vt.supports(p->self(), LOOM_DTYPE_Q5_K, &ok, &eb), LOOM_OK);
+  ASSERT_EQ(vt.supports(p->self(), static_cast<loom_dtype>(16), &ok, &eb), LOOM_OK);
   EXPECT_EQ(ok, 0);
+  EXPECT_NE(err.str().find("iq2_xxs"), std::string::npos) << err.str();
 }
 
 }  // namespace

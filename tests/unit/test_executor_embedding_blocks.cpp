@@ -1,5 +1,6 @@
-// Token embedding lookup on GGUF block-quantized tables (Q4_0, Q8_0, Q4_K, Q6_K): each looked-up
-// row is the dequantized row, whatever its neighbours; a row that is not whole blocks is refused.
+// Token embedding lookup on GGUF block-quantized tables (Q4_0, Q8_0, Q2_K..Q6_K, IQ4_XS): each
+// looked-up row is the dequantized row, whatever its neighbours; a row that is not whole blocks,
+// or of a type without a block codec, is refused.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -32,7 +33,8 @@ TEST(EmbeddingBlocks, LooksUpDequantizedRows) {
   std::vector<float> values(kVocab * kDim);
   for (auto& v : values) v = u(rng);
   ThreadPool pool(2);
-  for (const loom_dtype dtype : {LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0, LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q6_K}) {
+  for (const loom_dtype dtype : {LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0, LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q6_K, LOOM_DTYPE_Q2_K,
+                                 LOOM_DTYPE_Q3_K, LOOM_DTYPE_Q5_K, LOOM_DTYPE_IQ4_XS}) {
     const auto geo = sdk::gguf::block_geometry(dtype);
     const int64_t row_bytes = kDim / geo.values * geo.bytes;
     std::vector<uint8_t> table(static_cast<size_t>(kVocab * row_bytes));
@@ -55,7 +57,9 @@ TEST(EmbeddingBlocks, RefusesRowsThatAreNotWholeBlocks) {
   const std::vector<int32_t> ids = {0};
   std::vector<float> out(128);
   EXPECT_THROW(cpu::embedding(table_view(table.data(), LOOM_DTYPE_Q6_K, 2, 128), ids, out.data(), nullptr), Error);
-  EXPECT_THROW(cpu::embedding(table_view(table.data(), LOOM_DTYPE_Q5_K, 2, 256), ids, out.data(), nullptr), Error);
+  // ggml type 16 (iq2_xxs): known to the type table, no block codec in the SDK.
+  EXPECT_THROW(cpu::embedding(table_view(table.data(), static_cast<loom_dtype>(16), 2, 256), ids, out.data(), nullptr),
+               Error);
 }
 
 }  // namespace

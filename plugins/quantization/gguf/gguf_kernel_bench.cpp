@@ -1,7 +1,8 @@
 // gguf-kernel-bench: the AVX2 Q4_0 and Q8_0 kernels on the file layout (tile_q0) against the
 // x8 layout (gguf_repack.hpp), one thread, same run, at the llama-1b shapes; also checks that
-// the two agree. Not a test (timings are noisy); run it on a quiet machine:
-//   <build>/bin/gguf-kernel-bench [repetitions [decode|prefill]]
+// the two agree; then (gguf_kernel_bench_kquant.cpp) the K-quant kernels, AVX2 against portable.
+// Not a test (timings are noisy); run it on a quiet machine:
+//   <build>/bin/gguf-kernel-bench [repetitions [decode|prefill [x8|kquant]]]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -17,6 +18,8 @@
 #include "loom/sdk_gguf_blocks.hpp"
 
 namespace g = loom::sdk::gguf;
+
+int bench_kquant(int reps, const char* mode);  // gguf_kernel_bench_kquant.cpp
 
 namespace {
 
@@ -36,6 +39,8 @@ struct Case {
 int main(int argc, char** argv) {
 #ifdef LOOM_GGUF_HAVE_AVX2
   const int reps = argc > 1 ? std::atoi(argv[1]) : 3;
+  const std::string part = argc > 3 ? argv[3] : "";
+  if (part == "kquant") return bench_kquant(reps, argc > 2 ? argv[2] : nullptr);
   if (!loom_gguf::cpu_has_avx2_fma()) {
     std::puts("no AVX2/FMA: nothing to compare");
     return 0;
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
                 c.q8 ? "q8_0" : "q4_0", static_cast<long long>(c.out), static_cast<long long>(c.in), static_cast<long long>(c.n), best_old * 1e3,
                 gmac / best_old, best_new * 1e3, gmac / best_new, best_old / best_new, max_rel);
   }
+  if (part.empty()) return bench_kquant(reps, argc > 2 ? argv[2] : nullptr);
 #else
   (void)argc;
   (void)argv;

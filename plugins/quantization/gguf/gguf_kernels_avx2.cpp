@@ -310,7 +310,8 @@ void tile_k(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const uint8_t
 
 Kernels avx2_kernels() {
   return Kernels{&tile_q0<LoadQ8_0, 4>, &tile_q0<LoadQ4_0, 8>, &tile_k<g::BlockQ4_K, &dot_q4_k>,
-                 &tile_k<g::BlockQ6_K, &dot_q6_k>, &quantize_q8_0_avx2, "avx2"};
+                 &tile_k<g::BlockQ6_K, &dot_q6_k>, &quantize_q8_0_avx2, "avx2",
+                 avx2_kquant_kernels()};
 }
 
 #pragma GCC pop_options

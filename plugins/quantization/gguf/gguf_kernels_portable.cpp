@@ -83,7 +83,8 @@ Kernels portable_kernels() {
   return Kernels{&tile<g::BlockQ8_0, g::BlockQ8_0, &dot_q8_0, g::kQK>,
                  &tile<g::BlockQ4_0, g::BlockQ8_0, &dot_q4_0, g::kQK>,
                  &tile<g::BlockQ4_K, g::BlockQ8_K, &dot_q4_k, g::kQKK>,
-                 &tile<g::BlockQ6_K, g::BlockQ8_K, &dot_q6_k, g::kQKK>, &g::quantize_q8_0, "portable"};
+                 &tile<g::BlockQ6_K, g::BlockQ8_K, &dot_q6_k, g::kQKK>, &g::quantize_q8_0, "portable",
+                 portable_kquant_kernels()};
 }
 
 Kernels select_kernels(bool allow_simd) {

@@ -1,4 +1,5 @@
-// quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q4_K and Q6_K, read in place
+// quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
+// and IQ4_XS, read in place
 // from the (mmap'ed) model file, and y = x W^T as integer dot products on quantized activations.
 // With the AVX2 kernels, Q4_0 and Q8_0 weights are instead repacked at load into the x8 layout
 // (gguf_repack.hpp: 8 rows interleaved, same bytes as the file), and the file's pages of a
@@ -6,7 +7,7 @@
 // memory stays about one copy of the weights.
 //
 // linear quantizes each activation row once per call (Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K
-// for the K-quants; linear_group once for all its weights) into a scratch buffer the plugin
+// for the K-quants and IQ4_XS; linear_group once for all its weights) into a scratch buffer the plugin
 // keeps, then splits the output features into tiles across the host's threads; a tile (kTile rows, tens of KiB) stays in L2 while every
 // activation row streams past it, so each weight byte comes from memory once per call. The
 // kernels (gguf_kernels.hpp: AVX2 when the CPU has it, key "simd") give each row the same bits
@@ -30,6 +31,7 @@
 #include "common/weight_pages.hpp"
 #include "loom/quantization.h"
 #include "loom/sdk.hpp"
+#include "loom/sdk_dtype.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 namespace {
@@ -45,14 +47,18 @@ struct Options {
   bool simd = true;  // "simd": "auto" (default) or "portable"
 };
 
+// Q2_K, Q3_K, Q5_K, IQ4_XS: the K-quant kernel set (gguf_kernels_kquant.hpp), Q8_K activations.
+bool is_kquant(loom_dtype t) {
+  return t == LOOM_DTYPE_Q2_K || t == LOOM_DTYPE_Q3_K || t == LOOM_DTYPE_Q5_K || t == LOOM_DTYPE_IQ4_XS;
+}
 bool is_block_format(loom_dtype t) {
-  return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K;
+  return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K || is_kquant(t);
 }
 bool is_plain(loom_dtype t) { return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16; }
 
 std::string unsupported_message(loom_dtype t) {
-  return "quantization gguf: weights of ggml type " + std::to_string(static_cast<int>(t)) +
-         " are not supported (q8_0, q4_0, q4_K, q6_K are; f32/f16/bf16 on a plain path)";
+  return "quantization gguf: weights of type " + loom::sdk::type_name(t) +
+         " are not supported (q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs are; f32/f16/bf16 on a plain path)";
 }
 
 // A prepared weight: where its rows live. Never owns the data.
@@ -83,6 +89,8 @@ class GgufQuantization {
       const bool vnni = loom_gguf::cpu_has_avx512_vnni();
       q4_0_x8_ = vnni ? loom_gguf::vnni_q4_0_x8_kernel() : loom_gguf::avx2_q4_0_x8_kernel();
       q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
+      // Q2_K/Q3_K/Q5_K/IQ4_XS: the AVX-512 set gives the same bits in fewer instructions.
+      if (loom_gguf::cpu_has_avx512_kquant()) kernels_.kquant = loom_gguf::avx512_kquant_kernels();
     }
 #endif
   }
@@ -241,10 +249,7 @@ class GgufQuantization {
           }
           return;
         }
-        const loom_gguf::TileKernel kernel = w.dtype == LOOM_DTYPE_Q8_0   ? kernels_.q8_0
-                                             : w.dtype == LOOM_DTYPE_Q4_0 ? kernels_.q4_0
-                                             : w.dtype == LOOM_DTYPE_Q4_K ? kernels_.q4_k
-                                                                          : kernels_.q6_k;
+        const loom_gguf::TileKernel kernel = tile_kernel(w.dtype);
         for (int64_t tile = t0; tile < t1; ++tile) {
           const int64_t o0 = tile * kTile;
           kernel(w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, w.out_features - o0), xq, xq_row_bytes, n,
@@ -259,7 +264,21 @@ class GgufQuantization {
   enum class Activations { f32, q8_0, q8_k };
   static Activations activations_of(loom_dtype t) {
     if (is_plain(t)) return Activations::f32;
-    return t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K ? Activations::q8_k : Activations::q8_0;
+    return t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K || is_kquant(t) ? Activations::q8_k : Activations::q8_0;
+  }
+  // The file-layout kernel of a block format.
+  loom_gguf::TileKernel tile_kernel(loom_dtype t) const {
+    switch (t) {
+      case LOOM_DTYPE_Q8_0: return kernels_.q8_0;
+      case LOOM_DTYPE_Q4_0: return kernels_.q4_0;
+      case LOOM_DTYPE_Q4_K: return kernels_.q4_k;
+      case LOOM_DTYPE_Q6_K: return kernels_.q6_k;
+      case LOOM_DTYPE_Q2_K: return kernels_.kquant.q2_k;
+      case LOOM_DTYPE_Q3_K: return kernels_.kquant.q3_k;
+      case LOOM_DTYPE_Q5_K: return kernels_.kquant.q5_k;
+      case LOOM_DTYPE_IQ4_XS: return kernels_.kquant.iq4_xs;
+      default: return nullptr;  // not a block format (prepare_weight refused it)
+    }
   }
   // One linear of a group: its weight, output and number of tiles.
   struct Target {
@@ -283,5 +302,5 @@ class GgufQuantization {
 }  // namespace
 
 LOOM_QUANTIZATION_PLUGIN(GgufQuantization, "gguf", "0.1.0",
-                         "GGUF block formats Q8_0/Q4_0/Q4_K/Q6_K read in place; integer dot products on quantized "
+                         "GGUF block formats Q8_0/Q4_0/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS read in place; integer dot products on quantized "
                          "activations (AVX2 when available)");

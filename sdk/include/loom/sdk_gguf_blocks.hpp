@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "loom/sdk_gguf_kquants.hpp"
 #include "loom/sdk_half.hpp"
 
 namespace loom::sdk::gguf {
@@ -283,7 +284,8 @@ inline void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n_blocks) {
     for (int j = 0; j < kQKK; ++j) y[b * kQKK + j] = x[b].d * static_cast<float>(x[b].qs[j]);
 }
 
-// ---- By dtype number (ggml_type: Q4_0 = 2, Q8_0 = 8, Q4_K = 12, Q6_K = 14) ---------------------
+// ---- By dtype number (ggml_type: Q4_0 = 2, Q8_0 = 8, Q4_K = 12, Q6_K = 14; sdk_gguf_kquants.hpp:
+// Q2_K = 10, Q3_K = 11, Q5_K = 13, IQ4_XS = 23) ---------------------------------------------------
 
 // Values per block and bytes per block of a format this header knows; {0, 0} otherwise.
 struct BlockGeometry {
@@ -296,6 +298,10 @@ inline BlockGeometry block_geometry(int dtype) {
     case 8: return {kQK, sizeof(BlockQ8_0)};
     case 12: return {kQKK, sizeof(BlockQ4_K)};
     case 14: return {kQKK, sizeof(BlockQ6_K)};
+    case 10: return {kQKK, sizeof(BlockQ2_K)};
+    case 11: return {kQKK, sizeof(BlockQ3_K)};
+    case 13: return {kQKK, sizeof(BlockQ5_K)};
+    case 23: return {kQKK, sizeof(BlockIQ4_XS)};
     default: return {0, 0};
   }
 }
@@ -308,6 +314,10 @@ inline bool dequantize_row(int dtype, const void* blocks, float* y, int64_t n) {
     case 8: dequantize_q8_0(static_cast<const BlockQ8_0*>(blocks), y, n / kQK); return true;
     case 12: dequantize_q4_k(static_cast<const BlockQ4_K*>(blocks), y, n / kQKK); return true;
     case 14: dequantize_q6_k(static_cast<const BlockQ6_K*>(blocks), y, n / kQKK); return true;
+    case 10: dequantize_q2_k(static_cast<const BlockQ2_K*>(blocks), y, n / kQKK); return true;
+    case 11: dequantize_q3_k(static_cast<const BlockQ3_K*>(blocks), y, n / kQKK); return true;
+    case 13: dequantize_q5_k(static_cast<const BlockQ5_K*>(blocks), y, n / kQKK); return true;
+    case 23: dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(blocks), y, n / kQKK); return true;
     default: return false;
   }
 }
@@ -319,6 +329,10 @@ inline bool quantize_row(int dtype, const float* x, void* blocks, int64_t n) {
     case 8: quantize_q8_0(x, static_cast<BlockQ8_0*>(blocks), n / kQK); return true;
     case 12: quantize_q4_k(x, static_cast<BlockQ4_K*>(blocks), n / kQKK); return true;
     case 14: quantize_q6_k(x, static_cast<BlockQ6_K*>(blocks), n / kQKK); return true;
+    case 10: quantize_q2_k(x, static_cast<BlockQ2_K*>(blocks), n / kQKK); return true;
+    case 11: quantize_q3_k(x, static_cast<BlockQ3_K*>(blocks), n / kQKK); return true;
+    case 13: quantize_q5_k(x, static_cast<BlockQ5_K*>(blocks), n / kQKK); return true;
+    case 23: quantize_iq4_xs(x, static_cast<BlockIQ4_XS*>(blocks), n / kQKK); return true;
     default: return false;
   }
 }
