@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "loom/sdk_gguf_legacy.hpp"  // Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_1
 #include "loom/sdk_half.hpp"
 
 namespace loom::sdk::gguf {
@@ -283,7 +284,8 @@ inline void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n_blocks) {
     for (int j = 0; j < kQKK; ++j) y[b * kQKK + j] = x[b].d * static_cast<float>(x[b].qs[j]);
 }
 
-// ---- By dtype number (ggml_type: Q4_0 = 2, Q8_0 = 8, Q4_K = 12, Q6_K = 14) ---------------------
+// ---- By dtype number (ggml_type: Q4_0 = 2, Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, Q8_0 = 8, Q4_K = 12, Q6_K = 14,
+// IQ4_NL = 20) -----------------------------------------------------------------------------------
 
 // Values per block and bytes per block of a format this header knows; {0, 0} otherwise.
 struct BlockGeometry {
@@ -296,6 +298,10 @@ inline BlockGeometry block_geometry(int dtype) {
     case 8: return {kQK, sizeof(BlockQ8_0)};
     case 12: return {kQKK, sizeof(BlockQ4_K)};
     case 14: return {kQKK, sizeof(BlockQ6_K)};
+    case 3: return {kQK, sizeof(BlockQ4_1)};
+    case 6: return {kQK, sizeof(BlockQ5_0)};
+    case 7: return {kQK, sizeof(BlockQ5_1)};
+    case 20: return {kQK, sizeof(BlockIQ4_NL)};
     default: return {0, 0};
   }
 }
@@ -308,6 +314,10 @@ inline bool dequantize_row(int dtype, const void* blocks, float* y, int64_t n) {
     case 8: dequantize_q8_0(static_cast<const BlockQ8_0*>(blocks), y, n / kQK); return true;
     case 12: dequantize_q4_k(static_cast<const BlockQ4_K*>(blocks), y, n / kQKK); return true;
     case 14: dequantize_q6_k(static_cast<const BlockQ6_K*>(blocks), y, n / kQKK); return true;
+    case 3: dequantize_q4_1(static_cast<const BlockQ4_1*>(blocks), y, n / kQK); return true;
+    case 6: dequantize_q5_0(static_cast<const BlockQ5_0*>(blocks), y, n / kQK); return true;
+    case 7: dequantize_q5_1(static_cast<const BlockQ5_1*>(blocks), y, n / kQK); return true;
+    case 20: dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(blocks), y, n / kQK); return true;
     default: return false;
   }
 }
@@ -319,6 +329,10 @@ inline bool quantize_row(int dtype, const float* x, void* blocks, int64_t n) {
     case 8: quantize_q8_0(x, static_cast<BlockQ8_0*>(blocks), n / kQK); return true;
     case 12: quantize_q4_k(x, static_cast<BlockQ4_K*>(blocks), n / kQKK); return true;
     case 14: quantize_q6_k(x, static_cast<BlockQ6_K*>(blocks), n / kQKK); return true;
+    case 3: quantize_q4_1(x, static_cast<BlockQ4_1*>(blocks), n / kQK); return true;
+    case 6: quantize_q5_0(x, static_cast<BlockQ5_0*>(blocks), n / kQK); return true;
+    case 7: quantize_q5_1(x, static_cast<BlockQ5_1*>(blocks), n / kQK); return true;
+    case 20: quantize_iq4_nl(x, static_cast<BlockIQ4_NL*>(blocks), n / kQK); return true;
     default: return false;
   }
 }
