@@ -1,7 +1,8 @@
 // gguf-kernel-bench: the AVX2 Q4_0 and Q8_0 kernels on the file layout (tile_q0) against the
 // x8 layout (gguf_repack.hpp), one thread, same run, at the llama-1b shapes; also checks that
 // the two agree. Not a test (timings are noisy); run it on a quiet machine:
-//   <build>/bin/gguf-kernel-bench [repetitions [decode|prefill]]
+//   <build>/bin/gguf-kernel-bench [repetitions [decode|prefill|legacy]]
+// (legacy: the Q4_1/Q5_0/Q5_1/IQ4_NL kernels instead, gguf_legacy_bench.cpp)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -33,6 +34,8 @@ struct Case {
 
 }  // namespace
 
+int run_legacy_bench(int reps);  // gguf_legacy_bench.cpp
+
 int main(int argc, char** argv) {
 #ifdef LOOM_GGUF_HAVE_AVX2
   const int reps = argc > 1 ? std::atoi(argv[1]) : 3;
@@ -40,6 +43,7 @@ int main(int argc, char** argv) {
     std::puts("no AVX2/FMA: nothing to compare");
     return 0;
   }
+  if (argc > 2 && std::string(argv[2]) == "legacy") return run_legacy_bench(reps);
   const loom_gguf::Kernels k = loom_gguf::avx2_kernels();
 
   std::mt19937_64 rng(5);
