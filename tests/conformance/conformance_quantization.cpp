@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <cstring>
 #include <map>
 #include <random>
@@ -253,7 +254,11 @@ constexpr BlockFormat kBlockFormats[] = {{LOOM_DTYPE_Q8_0, "q8_0", 3e-3, 1e-2},
                                          {LOOM_DTYPE_Q2_K, "q2_K", 4e-3, 0.12},
                                          {LOOM_DTYPE_Q3_K, "q3_K", 4e-3, 6e-2},
                                          {LOOM_DTYPE_Q5_K, "q5_K", 4e-3, 1.5e-2},
-                                         {LOOM_DTYPE_IQ4_XS, "iq4_xs", 4e-3, 4e-2}};
+                                         {LOOM_DTYPE_IQ4_XS, "iq4_xs", 4e-3, 4e-2},
+                                         {LOOM_DTYPE_Q4_1, "q4_1", 3e-3, 6e-2},
+                                         {LOOM_DTYPE_Q5_0, "q5_0", 3e-3, 3e-2},
+                                         {LOOM_DTYPE_Q5_1, "q5_1", 3e-3, 3e-2},
+                                         {LOOM_DTYPE_IQ4_NL, "iq4_nl", 3e-3, 6e-2}};
 constexpr int kNumBlockFormats = static_cast<int>(sizeof(kBlockFormats) / sizeof(kBlockFormats[0]));
 
 // W [out, in] uniform in [-1, 1], its blocks, and the blocks' f32 values.
@@ -375,7 +380,11 @@ TEST_P(LinearGroupConformance, EachOutputHasLinearsBits) {
       {LOOM_DTYPE_F16, LOOM_DTYPE_F16, LOOM_DTYPE_F16},   {LOOM_DTYPE_F32, LOOM_DTYPE_BF16},
       {LOOM_DTYPE_Q8_0, LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0}, {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q6_K},
       {LOOM_DTYPE_Q4_K, LOOM_DTYPE_Q8_0, LOOM_DTYPE_F16},  {LOOM_DTYPE_Q5_K, LOOM_DTYPE_Q2_K, LOOM_DTYPE_IQ4_XS},
-      {LOOM_DTYPE_Q3_K, LOOM_DTYPE_Q6_K, LOOM_DTYPE_Q4_0}};
+      {LOOM_DTYPE_Q3_K, LOOM_DTYPE_Q6_K, LOOM_DTYPE_Q4_0},
+      // Q8_0 activations for the x8 Q4_0 and the legacy x8 Q5_0/IQ4_NL in one pass; Q8_1 for
+      // Q4_1/Q5_1; and a mix of the two that goes weight by weight.
+      {LOOM_DTYPE_Q5_0, LOOM_DTYPE_Q4_0, LOOM_DTYPE_IQ4_NL}, {LOOM_DTYPE_Q4_1, LOOM_DTYPE_Q5_1},
+      {LOOM_DTYPE_Q5_1, LOOM_DTYPE_Q5_0, LOOM_DTYPE_Q4_1}};
   const int64_t outs[] = {37, 16, 70};
   int tested = 0;
   for (const auto& dtypes : groups) {
@@ -511,7 +520,7 @@ int64_t mapping_rss(const void* p) {
   return -1;
 }
 
-// quantization gguf under AVX2 repacks Q4_0/Q8_0 at load and gives back the pages of a
+// quantization gguf under AVX2 repacks the 32-value formats at load and gives back the pages of a
 // read-only file mapping (not read again), but never touches memory it cannot re-read: the
 // source vector keeps its bytes. Same results from the file and from the vector either way.
 TEST(QuantizationGguf, RepackedWeightsLeaveTheFileMapping) {
@@ -528,7 +537,8 @@ TEST(QuantizationGguf, RepackedWeightsLeaveTheFileMapping) {
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> x(static_cast<size_t>(kN * kIn));
   for (auto& e : x) e = u(rng);
-  for (const loom_dtype dtype : {LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0}) {
+  for (const loom_dtype dtype : {LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q8_0, LOOM_DTYPE_Q4_1, LOOM_DTYPE_Q5_0, LOOM_DTYPE_Q5_1,
+                                LOOM_DTYPE_IQ4_NL}) {
     const QuantizedMatrix m = make_quantized(dtype, kOut, kIn, rng);
     const std::string path = ::testing::TempDir() + "gguf_repack_" + std::to_string(getpid()) + ".bin";
     {
@@ -597,6 +607,25 @@ TEST(QuantizationGguf, RefusesRowsThatAreNotWholeBlocks) {
   ASSERT_EQ(vt.supports(p->self(), static_cast<loom_dtype>(16), &ok, &eb), LOOM_OK);
   EXPECT_EQ(ok, 0);
   EXPECT_NE(err.str().find("iq2_xxs"), std::string::npos) << err.str();
+}
+
+// Types the plugin refuses are named as ggml names them, never by number.
+TEST(QuantizationGguf, NamesTheTypesItRefuses) {
+  ThreadPool threads(1);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "gguf", "", "{}"}, &a);
+  const auto& vt = p->vtable<loom_quantization_vtable>();
+  ErrorBuffer err;
+  loom_error_buf eb = err.buf();
+  std::vector<uint8_t> q(66 * 4);
+  const loom_tensor_view w = mat(q.data(), static_cast<loom_dtype>(16), 4, 256);  // ggml IQ2_XXS
+  void* h = nullptr;
+  EXPECT_EQ(vt.prepare_weight(p->self(), &w, &h, &eb), LOOM_ERR_UNSUPPORTED);
+  EXPECT_NE(err.str().find("weights of type iq2_xxs are not supported"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("q4_1, q5_0, q5_1, iq4_nl"), std::string::npos) << err.str();
+  EXPECT_EQ(err.str().find("type 16"), std::string::npos) << err.str();
 }
 
 }  // namespace

@@ -138,5 +138,29 @@ TEST(ConvertQuantize, Q4_0RunsAndStartsTheSameStory) {
   EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + 4), std::vector<int32_t>(f32.begin(), f32.begin() + 4));
 }
 
+// Q4_1, Q5_0, Q5_1 and IQ4_NL, each end to end like Q4_0: the layer matrices in the format, the
+// tied head at q8_0 (no whole q6_K block), llama.cpp's file_type, the start of the story.
+TEST(ConvertQuantize, LegacyFormatsRunAndStartTheSameStory) {
+  const GgufFile src = GgufFile::open(test::data_path("stories260K.gguf"));
+  const std::vector<int32_t> f32 = greedy(src, "none", 8);
+  const struct {
+    const char* name;
+    loom_dtype dtype;
+    uint32_t file_type;
+  } kFormats[] = {{"q4_1", LOOM_DTYPE_Q4_1, 3}, {"q5_0", LOOM_DTYPE_Q5_0, 8}, {"q5_1", LOOM_DTYPE_Q5_1, 9},
+                  {"iq4_nl", LOOM_DTYPE_IQ4_NL, 25}};
+  for (const auto& f : kFormats) {
+    const convert::WeightQuantizer* q = find_weight_quantizer(f.name);
+    ASSERT_NE(q, nullptr) << f.name;
+    EXPECT_EQ(q->file_type, f.file_type) << f.name;
+    const GgufFile out = GgufFile::from_bytes(convert::quantize_gguf(src, *q, nullptr).to_bytes(), f.name);
+    EXPECT_EQ(out.tensor("blk.0.attn_q.weight").dtype, f.dtype) << f.name;
+    EXPECT_EQ(out.tensor("token_embd.weight").dtype, LOOM_DTYPE_Q8_0) << f.name;
+    const std::vector<int32_t> got = greedy(out, "gguf", 8);
+    EXPECT_EQ(std::vector<int32_t>(got.begin(), got.begin() + 4), std::vector<int32_t>(f32.begin(), f32.begin() + 4))
+        << f.name;
+  }
+}
+
 }  // namespace
 }  // namespace loom

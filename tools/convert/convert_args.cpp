@@ -75,8 +75,8 @@ void add_options(CLI::App& app, Args& a, Marks& m, std::string& dtype) {
   app.add_option("--seed", a.seed, "random seed (default 0)");
   app.add_flag("--tied", a.tied, "random model: no output.weight (the head reuses token_embd)");
   app.add_option("--quantize", a.quantize,
-                 "q8_0 | q4_0 | q4_k | q6_k: write the weight matrices in this GGUF block format (norms stay\n"
-                 "f32; with q4_0/q4_k the output head is q6_K, as in llama.cpp; a matrix whose rows are not\n"
+                 "q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | iq4_nl | q4_k | q6_k: write the weight matrices in this GGUF\n"
+                 "block format (norms stay f32; below q8_0 the output head is q6_K, as in llama.cpp; a matrix whose rows are not\n"
                  "whole blocks falls back: q4_k -> q4_0, q6_k -> q8_0, else unquantized, with a note).\n"
                  "int8 | int4 | fp8: the per-layer matrices pre-quantized bit for bit as Loom's plugin of\n"
                  "that name quantizes them at load (int8: I8 [out, in] + N.scale; fp8: E4M3 bytes as I8 +\n"

@@ -34,12 +34,17 @@ bool is_plain(loom_dtype t) { return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 
 
 const std::vector<WeightQuantizer>& weight_quantizers() {
   // general.file_type values are llama.cpp's llama_ftype: MOSTLY_Q8_0 = 7, MOSTLY_Q4_0 = 2,
-  // MOSTLY_Q4_K_S = 14, MOSTLY_Q6_K = 18.
+  // MOSTLY_Q4_K_S = 14, MOSTLY_Q6_K = 18, MOSTLY_Q4_1 = 3, MOSTLY_Q5_0 = 8, MOSTLY_Q5_1 = 9,
+  // MOSTLY_IQ4_NL = 25.
   static const std::vector<WeightQuantizer> kAll = {
       gguf_entry("q8_0", LOOM_DTYPE_Q8_0, 7, ""),
       gguf_entry("q4_0", LOOM_DTYPE_Q4_0, 2, ""),
       gguf_entry("q4_k", LOOM_DTYPE_Q4_K, 14, "q4_0"),
       gguf_entry("q6_k", LOOM_DTYPE_Q6_K, 18, "q8_0"),
+      gguf_entry("q4_1", LOOM_DTYPE_Q4_1, 3, ""),
+      gguf_entry("q5_0", LOOM_DTYPE_Q5_0, 8, ""),
+      gguf_entry("q5_1", LOOM_DTYPE_Q5_1, 9, ""),
+      gguf_entry("iq4_nl", LOOM_DTYPE_IQ4_NL, 25, ""),
   };
   return kAll;
 }
@@ -71,7 +76,7 @@ TensorQuantization plan_tensor(const GgufTensorInfo& t, bool head, const WeightQ
   if (t.dims.size() != 2 || !is_plain(t.dtype)) return {t.dtype, ""};
   const WeightQuantizer* target = &q;
   std::string note;
-  if (head && (q.dtype == LOOM_DTYPE_Q4_0 || q.dtype == LOOM_DTYPE_Q4_K)) {
+  if (head && q.dtype != LOOM_DTYPE_Q8_0 && q.dtype != LOOM_DTYPE_Q6_K) {  // as llama.cpp: the head is q6_K
     target = find_weight_quantizer("q6_k");
     note = t.name + ": output head kept at higher precision (q6_K)";
   }

@@ -3,6 +3,7 @@
 // the two agree; then (gguf_kernel_bench_kquant.cpp) the K-quant kernels, AVX2 against portable.
 // Not a test (timings are noisy); run it on a quiet machine:
 //   <build>/bin/gguf-kernel-bench [repetitions [decode|prefill [x8|kquant]]]
+//   <build>/bin/gguf-kernel-bench repetitions legacy   (the Q4_1/Q5_0/Q5_1/IQ4_NL kernels, gguf_legacy_bench.cpp)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -36,6 +37,8 @@ struct Case {
 
 }  // namespace
 
+int run_legacy_bench(int reps);  // gguf_legacy_bench.cpp
+
 int main(int argc, char** argv) {
 #ifdef LOOM_GGUF_HAVE_AVX2
   const int reps = argc > 1 ? std::atoi(argv[1]) : 3;
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
     std::puts("no AVX2/FMA: nothing to compare");
     return 0;
   }
+  if (argc > 2 && std::string(argv[2]) == "legacy") return run_legacy_bench(reps);
   const loom_gguf::Kernels k = loom_gguf::avx2_kernels();
 
   std::mt19937_64 rng(5);

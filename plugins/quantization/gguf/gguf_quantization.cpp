@@ -1,13 +1,14 @@
-// quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K
-// and IQ4_XS, read in place
-// from the (mmap'ed) model file, and y = x W^T as integer dot products on quantized activations.
-// With the AVX2 kernels, Q4_0 and Q8_0 weights are instead repacked at load into the x8 layout
-// (gguf_repack.hpp: 8 rows interleaved, same bytes as the file), and the file's pages of a
-// repacked tensor are given back (MADV_DONTNEED on a read-only file mapping), so resident
+// quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
+// Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, read in place from the (mmap'ed) model file, and y = x W^T as
+// integer dot products on quantized activations. With the AVX2 kernels, the 32-value formats are
+// instead repacked at load into x8 layouts (8 rows interleaved, the file's bytes rearranged:
+// gguf_repack.hpp for Q4_0/Q8_0, gguf_legacy_kernels.hpp for the others), and the file's pages of
+// a repacked tensor are given back (MADV_DONTNEED on a read-only file mapping), so resident
 // memory stays about one copy of the weights.
 //
-// linear quantizes each activation row once per call (Q8_0 blocks for Q8_0/Q4_0 weights, Q8_K
-// for the K-quants and IQ4_XS; linear_group once for all its weights) into a scratch buffer the plugin
+// linear quantizes each activation row once per call (as llama.cpp pairs them: Q8_0 blocks for
+// Q8_0/Q4_0/Q5_0/IQ4_NL weights, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants and IQ4_XS;
+// linear_group once for all its weights) into a scratch buffer the plugin
 // keeps, then splits the output features into tiles across the host's threads; a tile (kTile rows, tens of KiB) stays in L2 while every
 // activation row streams past it, so each weight byte comes from memory once per call. The
 // kernels (gguf_kernels.hpp: AVX2 when the CPU has it, key "simd") give each row the same bits
@@ -26,6 +27,7 @@
 #include <vector>
 
 #include "gguf_kernels.hpp"
+#include "gguf_legacy_kernels.hpp"
 #include "gguf_plain.hpp"
 #include "common/quant_plugin.hpp"
 #include "common/weight_pages.hpp"
@@ -52,13 +54,15 @@ bool is_kquant(loom_dtype t) {
   return t == LOOM_DTYPE_Q2_K || t == LOOM_DTYPE_Q3_K || t == LOOM_DTYPE_Q5_K || t == LOOM_DTYPE_IQ4_XS;
 }
 bool is_block_format(loom_dtype t) {
-  return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K || is_kquant(t);
+  return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K ||
+         is_kquant(t) || loom_gguf::is_legacy_format(t);
 }
 bool is_plain(loom_dtype t) { return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16; }
 
 std::string unsupported_message(loom_dtype t) {
   return "quantization gguf: weights of type " + loom::sdk::type_name(t) +
-         " are not supported (q8_0, q4_0, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs are; f32/f16/bf16 on a plain path)";
+         " are not supported (q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, q2_K, q3_K, q4_K, q5_K, q6_K, iq4_xs are; "
+         "f32/f16/bf16 on a plain path)";
 }
 
 // A prepared weight: where its rows live. Never owns the data.
@@ -68,7 +72,7 @@ struct Weight {
   int64_t in_features;
   int64_t row_bytes;  // bytes from one row to the next
   const uint8_t* data;  // the file's rows; not read once packed
-  loom_gguf::PackedWeight packed{};  // Q4_0/Q8_0 under AVX2: the rows in the x8 layout (owned)
+  loom_gguf::PackedWeight packed{};  // the 32-value formats under AVX2: the rows in an x8 layout (owned)
 };
 
 class GgufQuantization {
@@ -91,6 +95,7 @@ class GgufQuantization {
       q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
       // Q2_K/Q3_K/Q5_K/IQ4_XS: the AVX-512 set gives the same bits in fewer instructions.
       if (loom_gguf::cpu_has_avx512_kquant()) kernels_.kquant = loom_gguf::avx512_kquant_kernels();
+      legacy_x8_ = vnni ? loom_gguf::vnni_legacy_x8_kernels() : loom_gguf::avx2_legacy_x8_kernels();
     }
 #endif
   }
@@ -125,11 +130,15 @@ class GgufQuantization {
                                                  "-value blocks");
     auto* weight = new Weight{w->dtype, w->shape[0], in, w->strides[0] / geo.values * geo.bytes,
                               static_cast<const uint8_t*>(w->data)};
-    if ((w->dtype == LOOM_DTYPE_Q4_0 && q4_0_x8_ != nullptr) || (w->dtype == LOOM_DTYPE_Q8_0 && q8_0_x8_ != nullptr)) {
+    const bool legacy = loom_gguf::is_legacy_format(w->dtype) && legacy_x8_.q4_1 != nullptr;
+    if ((w->dtype == LOOM_DTYPE_Q4_0 && q4_0_x8_ != nullptr) || (w->dtype == LOOM_DTYPE_Q8_0 && q8_0_x8_ != nullptr) ||
+        legacy) {
       // Repacked once; the file's copy is not read again, so its pages leave our resident set.
       try {
-        weight->packed = (w->dtype == LOOM_DTYPE_Q4_0 ? &loom_gguf::pack_q4_0 : &loom_gguf::pack_q8_0)(
-            weight->data, weight->row_bytes, weight->out_features, in / g::kQK);
+        weight->packed =
+            legacy ? loom_gguf::pack_legacy(w->dtype, weight->data, weight->row_bytes, weight->out_features, in / g::kQK)
+                   : (w->dtype == LOOM_DTYPE_Q4_0 ? &loom_gguf::pack_q4_0 : &loom_gguf::pack_q8_0)(
+                         weight->data, weight->row_bytes, weight->out_features, in / g::kQK);
       } catch (...) {
         delete weight;
         throw;
@@ -148,7 +157,7 @@ class GgufQuantization {
   // Quantization interface 1.2: linears on one x (a layer's Q, K and V; gate and up). x is
   // quantized once for all of them, and one pass of the threads takes the tiles of every
   // weight. A tile is computed as linear computes it, so each y gets linear's bits. Weights
-  // that want different activations (Q8_0 blocks, Q8_K blocks, or f32 for a plain tensor) go
+  // that want different activations (Q8_0, Q8_1 or Q8_K blocks, or f32 for a plain tensor) go
   // one at a time.
   void linear_group(void* const* handles, int32_t count, const loom_tensor_view* x, loom_tensor_view* y) {
     if (handles == nullptr || y == nullptr || count <= 0)
@@ -172,7 +181,7 @@ class GgufQuantization {
     // Work items: tiles of kTile output rows (packed: kTile / 8 groups), weight after weight.
     group_.resize(static_cast<size_t>(count));
     int64_t total = 0;
-    bool any_packed = false;
+    bool any_packed = false, any_legacy = false;
     for (int32_t i = 0; i < count; ++i) {
       const Weight& w = *static_cast<const Weight*>(handles[i]);
       const int64_t tiles = w.packed.data ? ((w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows +
@@ -180,7 +189,8 @@ class GgufQuantization {
                                           : (w.out_features + kTile - 1) / kTile;
       group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], tiles};
       total += tiles;
-      any_packed = any_packed || w.packed.data;
+      any_packed = any_packed || (w.packed.data && !loom_gguf::is_legacy_format(w.dtype));
+      any_legacy = any_legacy || (w.packed.data && loom_gguf::is_legacy_format(w.dtype));
     }
     // Calls run(target, first tile, end tile) over the group's tiles [begin, end).
     const auto for_tiles = [&](int64_t begin, int64_t end, auto&& run) {
@@ -206,9 +216,10 @@ class GgufQuantization {
       return;
     }
 
-    // Quantize every activation row once: [n, in / block] blocks of Q8_0 or Q8_K.
-    const bool k_quant = kind == Activations::q8_k;
+    // Quantize every activation row once: [n, in / block] blocks of Q8_0, Q8_1 or Q8_K.
+    const bool k_quant = kind == Activations::q8_k, q8_1 = kind == Activations::q8_1;
     const int64_t xq_row_bytes = k_quant ? in / g::kQKK * static_cast<int64_t>(sizeof(g::BlockQ8_K))
+                                 : q8_1  ? in / g::kQK * static_cast<int64_t>(sizeof(g::BlockQ8_1))
                                          : in / g::kQK * static_cast<int64_t>(sizeof(g::BlockQ8_0));
     if (xq_.size() < static_cast<size_t>(n * xq_row_bytes)) xq_.resize(static_cast<size_t>(n * xq_row_bytes));
     uint8_t* xq = xq_.data();
@@ -216,6 +227,9 @@ class GgufQuantization {
       for (int64_t t = begin; t < end; ++t) {
         if (k_quant) {
           g::quantize_q8_k(xd + t * xs, reinterpret_cast<g::BlockQ8_K*>(xq + t * xq_row_bytes), in / g::kQKK);
+        } else if (q8_1) {
+          loom_gguf::quantize_q8_1(kernels_.quantize_q8_0, xd + t * xs,
+                                   reinterpret_cast<g::BlockQ8_1*>(xq + t * xq_row_bytes), in / g::kQK);
         } else {
           kernels_.quantize_q8_0(xd + t * xs, reinterpret_cast<g::BlockQ8_0*>(xq + t * xq_row_bytes), in / g::kQK);
         }
@@ -236,10 +250,30 @@ class GgufQuantization {
       info = loom_gguf::ActivationBlockInfo{xd_.data(), xoff_.data()};
       loom_gguf::activation_block_info(xq, xq_row_bytes, n, nb, info);
     }
+    loom_gguf::LegacyActivationInfo legacy_info{nullptr, nullptr, nullptr};
+    if (any_legacy) {
+      const size_t blocks = static_cast<size_t>(n * (in / g::kQK));
+      if (legacy_d_.size() < blocks) {
+        legacy_d_.resize(blocks);
+        legacy_s_.resize(blocks);
+        legacy_off_.resize(blocks);
+      }
+      legacy_info = loom_gguf::LegacyActivationInfo{legacy_d_.data(), legacy_s_.data(), legacy_off_.data()};
+      loom_gguf::legacy_activation_info(q8_1, xq, xq_row_bytes, n, in / g::kQK, legacy_info);
+    }
 
     host_.parallel_for(total, [&](int64_t begin, int64_t end) {
       for_tiles(begin, end, [&](const Target& t, int64_t t0, int64_t t1) {
         const Weight& w = *t.w;
+        if (w.packed.data && loom_gguf::is_legacy_format(w.dtype)) {
+          const loom_gguf::LegacyPackedKernel packed_kernel = legacy_x8_.of(w.dtype);
+          const int64_t n_groups = (w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
+          for (int64_t tile = t0; tile < t1; ++tile) {
+            const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
+            packed_kernel(w.packed, g0, g1, xq, xq_row_bytes, legacy_info, n, t.y + g0 * loom_gguf::kGroupRows, t.ys);
+          }
+          return;
+        }
         if (w.packed.data) {
           const loom_gguf::PackedKernel packed_kernel = w.dtype == LOOM_DTYPE_Q4_0 ? q4_0_x8_ : q8_0_x8_;
           const int64_t n_groups = (w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
@@ -261,9 +295,10 @@ class GgufQuantization {
 
  private:
   // The activations a weight's kernels read.
-  enum class Activations { f32, q8_0, q8_k };
+  enum class Activations { f32, q8_0, q8_1, q8_k };
   static Activations activations_of(loom_dtype t) {
     if (is_plain(t)) return Activations::f32;
+    if (loom_gguf::legacy_takes_q8_1(t)) return Activations::q8_1;
     return t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K || is_kquant(t) ? Activations::q8_k : Activations::q8_0;
   }
   // The file-layout kernel of a block format.
@@ -277,6 +312,10 @@ class GgufQuantization {
       case LOOM_DTYPE_Q3_K: return kernels_.kquant.q3_k;
       case LOOM_DTYPE_Q5_K: return kernels_.kquant.q5_k;
       case LOOM_DTYPE_IQ4_XS: return kernels_.kquant.iq4_xs;
+      case LOOM_DTYPE_Q4_1: return legacy_.q4_1;
+      case LOOM_DTYPE_Q5_0: return legacy_.q5_0;
+      case LOOM_DTYPE_Q5_1: return legacy_.q5_1;
+      case LOOM_DTYPE_IQ4_NL: return legacy_.iq4_nl;
       default: return nullptr;  // not a block format (prepare_weight refused it)
     }
   }
@@ -293,14 +332,19 @@ class GgufQuantization {
   loom_gguf::Kernels kernels_;
   loom_gguf::PackedKernel q4_0_x8_ = nullptr;  // set with the AVX2 kernels
   loom_gguf::PackedKernel q8_0_x8_ = nullptr;
+  loom_gguf::LegacyKernels legacy_ = loom_gguf::legacy_portable_kernels();  // file layout, no AVX2
+  loom_gguf::LegacyPackedKernels legacy_x8_{};  // set with the AVX2 kernels
   std::vector<uint8_t> xq_;  // quantized activations [n, in / block] blocks, reused across calls
   std::vector<float> xd_;     // x8 kernels: activation block scales [n, in / 32]
   std::vector<int32_t> xoff_;  // x8 kernels: 8 * activation block sums [n, in / 32]
+  std::vector<float> legacy_d_, legacy_s_;  // legacy x8 kernels: activation d and Q8_1 s [n, in / 32]
+  std::vector<int32_t> legacy_off_;  // legacy x8 kernels (Q8_0): 8 * activation block sums [n, in / 32]
   std::vector<Target> group_;  // the linears of the current call, reused
 };
 
 }  // namespace
 
 LOOM_QUANTIZATION_PLUGIN(GgufQuantization, "gguf", "0.1.0",
-                         "GGUF block formats Q8_0/Q4_0/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS read in place; integer dot products on quantized "
-                         "activations (AVX2 when available)");
+                         "GGUF block formats Q8_0/Q4_0/Q4_1/Q5_0/Q5_1/IQ4_NL/Q2_K/Q3_K/Q4_K/Q5_K/Q6_K/IQ4_XS read "
+                         "in place; integer dot products on quantized activations (AVX2, AVX-512/VNNI when "
+                         "available)");

@@ -25,12 +25,7 @@ PackedWeight pack(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_
   p.n_blocks = n_blocks;
   p.group_bytes = (n_blocks * (p.quant_bytes + 2 * kGroupRows) + 63) / 64 * 64;
   const int64_t n_groups = (n_rows + kGroupRows - 1) / kGroupRows;
-  const size_t total = static_cast<size_t>(n_groups * p.group_bytes);
-  void* mem = std::aligned_alloc(64, total);
-  if (mem == nullptr) throw std::bad_alloc();
-  p.data = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(mem), &std::free);
-  loom_quant::advise_huge_pages(mem, static_cast<int64_t>(total));  // before the first write
-  std::memset(mem, 0, total);  // padding rows: zero quants, zero scales
+  allocate_groups(&p);
   for (int64_t grp = 0; grp < n_groups; ++grp) {
     uint8_t* dst = p.data.get() + grp * p.group_bytes;
     auto* scales = reinterpret_cast<uint16_t*>(dst + n_blocks * p.quant_bytes);
@@ -46,6 +41,15 @@ PackedWeight pack(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_
 }
 
 }  // namespace
+
+void allocate_groups(PackedWeight* p) {
+  const size_t total = static_cast<size_t>((p->n_rows + kGroupRows - 1) / kGroupRows * p->group_bytes);
+  void* mem = std::aligned_alloc(64, total);
+  if (mem == nullptr) throw std::bad_alloc();
+  p->data = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(mem), &std::free);
+  loom_quant::advise_huge_pages(mem, static_cast<int64_t>(total));  // before the first write
+  std::memset(mem, 0, total);
+}
 
 PackedWeight pack_q4_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {
   return pack<g::BlockQ4_0>(rows, row_bytes, n_rows, n_blocks);

@@ -33,6 +33,10 @@ struct PackedWeight {
   const uint8_t* group(int64_t g) const { return data.get() + g * group_bytes; }
 };
 
+// p->data: the n_groups * group_bytes bytes of p's groups, 64-byte aligned, zeroed (padding
+// rows: zero quants and scales), huge pages advised; from p's n_rows and group_bytes.
+void allocate_groups(PackedWeight* p);
+
 // Repacks rows of GGUF Q4_0 or Q8_0 blocks ([n_rows] rows, row_bytes apart, n_blocks blocks each).
 PackedWeight pack_q4_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks);
 PackedWeight pack_q8_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks);

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "loom/sdk_gguf_kquants.hpp"
+#include "loom/sdk_gguf_legacy.hpp"  // Q4_1, Q5_0, Q5_1, IQ4_NL, Q8_1
 #include "loom/sdk_half.hpp"
 
 namespace loom::sdk::gguf {
@@ -284,8 +285,9 @@ inline void dequantize_q8_k(const BlockQ8_K* x, float* y, int64_t n_blocks) {
     for (int j = 0; j < kQKK; ++j) y[b * kQKK + j] = x[b].d * static_cast<float>(x[b].qs[j]);
 }
 
-// ---- By dtype number (ggml_type: Q4_0 = 2, Q8_0 = 8, Q4_K = 12, Q6_K = 14; sdk_gguf_kquants.hpp:
-// Q2_K = 10, Q3_K = 11, Q5_K = 13, IQ4_XS = 23) ---------------------------------------------------
+// ---- By dtype number (ggml_type: Q4_0 = 2, Q8_0 = 8, Q4_K = 12, Q6_K = 14; sdk_gguf_legacy.hpp:
+// Q4_1 = 3, Q5_0 = 6, Q5_1 = 7, IQ4_NL = 20; sdk_gguf_kquants.hpp: Q2_K = 10, Q3_K = 11, Q5_K = 13,
+// IQ4_XS = 23) -------------------------------------------------------------------------------------
 
 // Values per block and bytes per block of a format this header knows; {0, 0} otherwise.
 struct BlockGeometry {
@@ -302,6 +304,10 @@ inline BlockGeometry block_geometry(int dtype) {
     case 11: return {kQKK, sizeof(BlockQ3_K)};
     case 13: return {kQKK, sizeof(BlockQ5_K)};
     case 23: return {kQKK, sizeof(BlockIQ4_XS)};
+    case 3: return {kQK, sizeof(BlockQ4_1)};
+    case 6: return {kQK, sizeof(BlockQ5_0)};
+    case 7: return {kQK, sizeof(BlockQ5_1)};
+    case 20: return {kQK, sizeof(BlockIQ4_NL)};
     default: return {0, 0};
   }
 }
@@ -318,6 +324,10 @@ inline bool dequantize_row(int dtype, const void* blocks, float* y, int64_t n) {
     case 11: dequantize_q3_k(static_cast<const BlockQ3_K*>(blocks), y, n / kQKK); return true;
     case 13: dequantize_q5_k(static_cast<const BlockQ5_K*>(blocks), y, n / kQKK); return true;
     case 23: dequantize_iq4_xs(static_cast<const BlockIQ4_XS*>(blocks), y, n / kQKK); return true;
+    case 3: dequantize_q4_1(static_cast<const BlockQ4_1*>(blocks), y, n / kQK); return true;
+    case 6: dequantize_q5_0(static_cast<const BlockQ5_0*>(blocks), y, n / kQK); return true;
+    case 7: dequantize_q5_1(static_cast<const BlockQ5_1*>(blocks), y, n / kQK); return true;
+    case 20: dequantize_iq4_nl(static_cast<const BlockIQ4_NL*>(blocks), y, n / kQK); return true;
     default: return false;
   }
 }
@@ -333,6 +343,10 @@ inline bool quantize_row(int dtype, const float* x, void* blocks, int64_t n) {
     case 11: quantize_q3_k(x, static_cast<BlockQ3_K*>(blocks), n / kQKK); return true;
     case 13: quantize_q5_k(x, static_cast<BlockQ5_K*>(blocks), n / kQKK); return true;
     case 23: quantize_iq4_xs(x, static_cast<BlockIQ4_XS*>(blocks), n / kQKK); return true;
+    case 3: quantize_q4_1(x, static_cast<BlockQ4_1*>(blocks), n / kQK); return true;
+    case 6: quantize_q5_0(x, static_cast<BlockQ5_0*>(blocks), n / kQK); return true;
+    case 7: quantize_q5_1(x, static_cast<BlockQ5_1*>(blocks), n / kQK); return true;
+    case 20: quantize_iq4_nl(x, static_cast<BlockIQ4_NL*>(blocks), n / kQK); return true;
     default: return false;
   }
 }

@@ -8,6 +8,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "loom/sdk_gguf_legacy.hpp"  // kIq4nlValues, iq4_nl_nearest
+
 namespace loom::sdk::gguf {
 
 namespace kquant {
@@ -19,8 +21,8 @@ inline int clamp_int(int v, int lo, int hi) { return v < lo ? lo : v > hi ? hi :
 constexpr float kGroupMaxEps = 1e-15f;  // ggml's GROUP_MAX_EPS: a smaller group is all zero
 }  // namespace kquant
 
-// IQ4_NL/IQ4_XS's 16 non-uniform levels (ggml's kvalues_iq4nl).
-inline constexpr int8_t kIQ4NL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// IQ4_NL/IQ4_XS's 16 non-uniform levels (ggml's kvalues_iq4nl; one table, sdk_gguf_legacy.hpp's).
+inline constexpr const int8_t* kIQ4NL = kIq4nlValues;
 
 namespace kquant {
 
@@ -145,21 +147,8 @@ inline float q3_search(int n, int nmax, const float* x, int8_t* L) {
   return suml2 > 0.0f ? sumlx / suml2 : 0.0f;
 }
 
-// The index of the level of kIQ4NL nearest x (ties to the lower). best_index_int8.
-inline int iq4_nearest(float x) {
-  if (x <= static_cast<float>(kIQ4NL[0])) return 0;
-  if (x >= static_cast<float>(kIQ4NL[15])) return 15;
-  int lo = 0, hi = 15;
-  while (hi - lo > 1) {
-    const int mid = (lo + hi) / 2;
-    if (x < static_cast<float>(kIQ4NL[mid])) {
-      hi = mid;
-    } else {
-      lo = mid;
-    }
-  }
-  return x - static_cast<float>(kIQ4NL[hi - 1]) < static_cast<float>(kIQ4NL[hi]) - x ? hi - 1 : hi;
-}
+// The index of the level of kIQ4NL nearest x (ties to the upper): best_index_int8.
+inline int iq4_nearest(float x) { return iq4_nl_nearest(x); }
 
 // Q2_K/Q3_K's 2-bit code planes: value 128h + 32k + l at bits 2k of qs[32h + l].
 inline void pack_2bit(const uint8_t* L, uint8_t* qs) {

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Exact test vectors for ggml's 32-value block formats Q4_1, Q5_0, Q5_1 and IQ4_NL, made by the
+`gguf` PyPI package's numpy ports of llama.cpp's quantizers and dequantizers (gguf.quants), for
+tests/conformance/conformance_gguf_legacy.cpp. Not run by the build: its output is checked in as
+tests/data/gguf_legacy_vectors.txt (see tests/data/SOURCES.md for the versions used).
+
+    python3 -m venv /tmp/v && /tmp/v/bin/pip install gguf numpy
+    /tmp/v/bin/python tools/convert/gguf_quant_vectors.py > tests/data/gguf_legacy_vectors.txt
+
+    # IQ4_NL's quantizer too, from llama.cpp's own C (gguf.quants has none: it is a scale search):
+    /tmp/v/bin/python tools/convert/gguf_quant_vectors.py --ggml-src DIR > tests/data/gguf_legacy_vectors.txt
+
+One case a line, floats as their f32 bit patterns (8 hex digits), blocks as hex bytes:
+    <type> quantize <32 floats> <block>      gguf.quants.quantize of one block of 32 values
+    <type> dequantize <block> <32 floats>    gguf.quants.dequantize of one block
+With --ggml-src DIR (llama.cpp's ggml/ folder, e.g. from the llama-cpp-python sdist's
+vendor/llama.cpp/ggml), DIR/src/ggml-quants.c is compiled with the C compiler `cc` into a
+temporary library and its quantize_iq4_nl (what llama_model_quantize runs for IQ4_NL, without an
+importance matrix) adds `iq4_nl quantize` cases.
+"""
+import argparse
+import ctypes
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+from importlib.metadata import version
+
+import numpy as np
+from gguf import GGMLQuantizationType as T
+from gguf import quants
+
+TYPES = {"q4_1": T.Q4_1, "q5_0": T.Q5_0, "q5_1": T.Q5_1, "iq4_nl": T.IQ4_NL}
+WITH_QUANTIZER = ("q4_1", "q5_0", "q5_1")
+
+
+def float_hex(values):
+    return " ".join(f"{int(b):08x}" for b in np.asarray(values, dtype=np.float32).view(np.uint32))
+
+
+def bytes_hex(block):
+    return np.asarray(block, dtype=np.uint8).tobytes().hex()
+
+
+def input_blocks(rng):
+    """Blocks that reach every branch of the quantizers: random ranges, ties, degenerate blocks."""
+    blocks = [
+        rng.uniform(-1, 1, 32),
+        rng.normal(0, 0.02, 32),  # the scale of real weights
+        rng.uniform(0.5, 3, 32),  # all positive: min > 0
+        -rng.uniform(0.5, 3, 32),  # all negative: the extreme is negative
+        np.zeros(32),  # d = 0
+        np.full(32, 0.75),  # max == min
+        np.arange(32) - 16.0,  # integer steps: (x - min) / d + 0.5 lands on exact halves
+        (np.arange(32) % 16 - 8) * 0.125,  # Q4-style grid with ties
+        np.concatenate([rng.uniform(-1e-6, 1e-6, 31), [3e-6]]),  # f16 subnormal scales
+        np.concatenate([rng.uniform(-1, 1, 31), [6.0e4]]),  # near f16's range
+        rng.uniform(-1, 1, 32) * np.where(np.arange(32) % 7 == 0, 50.0, 1.0),  # outliers
+    ]
+    return [b.astype(np.float32) for b in blocks]
+
+
+def random_block(rng, qtype):
+    """Random codes under a random finite f16 scale (and minimum), as raw block bytes."""
+    size = quants.GGML_QUANT_SIZES[qtype][1]
+    raw = rng.integers(0, 256, size, dtype=np.uint8)
+    halves = {T.Q4_1: 2, T.Q5_1: 2}.get(qtype, 1)  # leading f16 fields: d (and m)
+    scale = rng.normal(0, 0.05, halves).astype(np.float16).view(np.uint8)
+    raw[: 2 * halves] = scale
+    return raw
+
+
+# ggml-quants.c calls these only on its error and validation paths.
+GGML_STUBS = r"""
+#include <stddef.h>
+#include <stdlib.h>
+void ggml_abort(const char * file, int line, const char * fmt, ...) { (void) file; (void) line; (void) fmt; abort(); }
+size_t ggml_row_size(int type, long long ne) { (void) type; (void) ne; abort(); }
+const char * ggml_type_name(int type) { (void) type; return "?"; }
+size_t ggml_type_size(int type) { (void) type; abort(); }
+"""
+
+
+def load_ggml_quants(ggml_src, workdir):
+    stubs = os.path.join(workdir, "stubs.c")
+    with open(stubs, "w") as f:
+        f.write(GGML_STUBS)
+    lib = os.path.join(workdir, "libggml_quants.so")
+    subprocess.run(["cc", "-O2", "-std=gnu11", "-fPIC", "-shared", "-DNDEBUG", f"-I{ggml_src}/include",
+                    f"-I{ggml_src}/src", f"{ggml_src}/src/ggml-quants.c", stubs, "-lm", "-o", lib], check=True)
+    quants_lib = ctypes.CDLL(lib)
+    quants_lib.quantize_iq4_nl.restype = ctypes.c_size_t
+    quants_lib.quantize_iq4_nl.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64, ctypes.c_int64,
+                                           ctypes.c_void_p]
+    return quants_lib
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--ggml-src", help="llama.cpp's ggml/ folder, for IQ4_NL's quantizer")
+    args = parser.parse_args()
+    rng = np.random.default_rng(16)
+    source = ""
+    if args.ggml_src:
+        with open(f"{args.ggml_src}/src/ggml-quants.c", "rb") as f:
+            source = f" and llama.cpp's ggml-quants.c (sha256 {hashlib.sha256(f.read()).hexdigest()})"
+    print(f"# generated by tools/convert/gguf_quant_vectors.py with gguf {version('gguf')}, numpy {np.__version__}"
+          f"{source}")
+    for name, qtype in TYPES.items():
+        if name in WITH_QUANTIZER:
+            for x in input_blocks(rng):
+                block = quants.quantize(x.reshape(1, 32), qtype).reshape(-1)
+                print(name, "quantize", float_hex(x), bytes_hex(block))
+        for _ in range(12):
+            block = random_block(rng, qtype)
+            y = quants.dequantize(block.reshape(1, -1), qtype).reshape(-1)
+            print(name, "dequantize", bytes_hex(block), float_hex(y))
+    if args.ggml_src:
+        with tempfile.TemporaryDirectory() as workdir:
+            quants_lib = load_ggml_quants(args.ggml_src, workdir)
+            for x in input_blocks(rng):
+                block = np.zeros(quants.GGML_QUANT_SIZES[T.IQ4_NL][1], dtype=np.uint8)
+                quants_lib.quantize_iq4_nl(x.ctypes.data, block.ctypes.data, 1, 32, None)
+                print("iq4_nl", "quantize", float_hex(x), bytes_hex(block))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
