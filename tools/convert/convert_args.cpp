@@ -1,8 +1,11 @@
 #include "tools/convert/convert_args.hpp"
 
+#include <cctype>
 #include <functional>
 
 #include "core/common/command_line.hpp"
+#include "loom/sdk_dtype.hpp"
+#include "tools/convert/quant_mix.hpp"
 #include "tools/convert/weight_quantizer.hpp"
 
 namespace loom::convert {
@@ -32,14 +35,42 @@ Modes:
 
   loom-convert --input IN.gguf --quantize FORMAT -o OUT.gguf
       Rewrite a GGUF with its f32/f16/bf16 matrices quantized (metadata and other tensors
-      copied). See --quantize.
+      copied). See --quantize; q4_k_m and q5_k_m choose each tensor's type as llama.cpp's
+      llama-quantize Q4_K_M / Q5_K_M does.
+
+  loom-convert --input IN.gguf --dtype f32|f16|bf16 -o OUT.gguf
+      Dequantize every block-quantized tensor of a GGUF (q4_0, q8_0, q4_K, ...: whatever this
+      build reads) to --dtype, metadata kept: a downloaded quantized model as a reference or as
+      the source of another quantization.
 
   loom-convert --input IN.gguf --quantize int4 [--group-size 32|64|128] [--no-zero-point] -o OUT.gguf
       Pre-quantize for Loom's int4 plugin (likewise int8, fp8 without the int4 options).
 )";
 
-CLI::Validator rule(std::function<std::string(const std::string&)> check) {
+CLI::Validator rule(std::function<std::string(std::string&)> check) {
   return CLI::Validator([check = std::move(check)](std::string& value) { return check(value); }, "");
+}
+
+// "q8_0, q4_0, q4_k, q6_k, ...": the GGUF block formats --quantize writes in this build.
+std::string gguf_format_names() {
+  std::string s;
+  for (const WeightQuantizer& q : weight_quantizers()) s += (s.empty() ? "" : ", ") + q.name;
+  return s;
+}
+
+// --quantize VALUE, case-insensitive as llama-quantize's Q4_K_M: lower-cased in place, then one
+// of the formats, a mix, or an error saying which (a ggml type this build cannot write is named).
+std::string check_quantize_value(std::string& v) {
+  for (char& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (find_weight_quantizer(v) != nullptr || is_loom_quant_format(v) || find_quant_mix(v) != nullptr) return "";
+  for (int t = 2; t < 40; ++t) {
+    std::string name = sdk::type_name(loom_dtype(t));
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == v) return "this build cannot write " + sdk::type_name(loom_dtype(t)) + "; it writes " + gguf_format_names();
+  }
+  std::string all = weight_quantizer_names();
+  for (const QuantMix& m : quant_mixes()) all += ", " + m.name;
+  return "'" + v + "' is not one of " + all;
 }
 
 // Every option of loom-convert, bound to `a` (--random, which only marks a mode, to `m`).
@@ -52,12 +83,14 @@ void add_options(CLI::App& app, Args& a, Marks& m, std::string& dtype) {
   app.add_option("--llama2c", a.llama2c_model, "convert this llama2.c legacy (v0) checkpoint");
   app.add_flag("--random", m.random, "write a random-weight Llama (--preset or --dims, --vocab-from)");
   app.add_option("--hf", a.hf_dir, "convert this Hugging Face model directory");
-  app.add_option("--input", a.input, "the model to quantize (needs --quantize)");
+  app.add_option("--input", a.input, "the model to quantize (with --quantize) or dequantize (with --dtype)");
   app.add_option("--tokenizer", a.tokenizer, "--llama2c: its tokenizer.bin");
   app.add_option("-o,--output", a.output, "output file (written as PATH.tmp, then renamed)");
   app.add_option("--name", a.name,
                  "general.name (default \"llama\" for --llama2c, the preset name or \"random-llama\" for --random)");
-  app.add_option("--dtype", dtype, "f32 | f16 | bf16 for the weight matrices (norms always stay f32)")
+  app.add_option("--dtype", dtype,
+                 "f32 | f16 | bf16 for the weight matrices (norms always stay f32); with --input, the type\n"
+                 "every block-quantized tensor is dequantized to")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
   app.add_option("--ctx", a.ctx, "llama.context_length (default: llama2.c seq_len / the preset's)")
       ->check(cli::integer_in(1));
@@ -75,19 +108,19 @@ void add_options(CLI::App& app, Args& a, Marks& m, std::string& dtype) {
   app.add_option("--seed", a.seed, "random seed (default 0)");
   app.add_flag("--tied", a.tied, "random model: no output.weight (the head reuses token_embd)");
   app.add_option("--quantize", a.quantize,
-                 "q8_0 | q4_0 | q4_1 | q5_0 | q5_1 | iq4_nl | q4_k | q6_k: write the weight matrices in this GGUF\n"
-                 "block format (norms stay f32; below q8_0 the output head is q6_K, as in llama.cpp; a matrix whose rows are not\n"
-                 "whole blocks falls back: q4_k -> q4_0, q6_k -> q8_0, else unquantized, with a note).\n"
+                 "a GGUF block format this build writes (" + gguf_format_names() + "): the weight\n"
+                 "matrices in it (norms stay f32; the output head is q6_K unless the format is q8_0 or q6_k,\n"
+                 "as in llama.cpp; a matrix whose rows are not whole blocks falls back: q4_k -> q4_0,\n"
+                 "q6_k -> q8_0, ..., else unquantized, with a note).\n"
+                 "q4_k_m | q5_k_m: llama.cpp's K-quant mixes, each tensor's type chosen as llama-quantize\n"
+                 "does (q6_K for the head and some attn_v/ffn_down, q5_0/q5_1/q8_0 where rows are not whole\n"
+                 "256-value blocks); refused when it needs a type this build cannot write.\n"
                  "int8 | int4 | fp8: the per-layer matrices pre-quantized bit for bit as Loom's plugin of\n"
                  "that name quantizes them at load (int8: I8 [out, in] + N.scale; fp8: E4M3 bytes as I8 +\n"
                  "N.scale; int4: nibbles I32 [out, in/8] + N.scale/N.zero [out, groups]); token_embd, the\n"
                  "head and norms keep their dtype; loom.quantization.format says which.\n"
                  "--llama2c/--random write --dtype first, to OUT.gguf.unquantized.tmp.")
-      ->check(rule([](const std::string& v) {
-        return find_weight_quantizer(v) != nullptr || is_loom_quant_format(v)
-                   ? std::string()
-                   : "'" + v + "' is not one of " + weight_quantizer_names();
-      }));
+      ->transform(rule([](std::string& v) { return check_quantize_value(v); }));  // transform: it lower-cases
   app.add_option("--group-size", a.group_size,
                  "int4: 32 | 64 | 128 input channels per scale (default 128), the plugin's \"group_size\"")
       ->check(CLI::IsMember({32, 64, 128}));
@@ -144,9 +177,10 @@ Args parse_args(const std::vector<std::string>& argv) {
       throw UsageError("--hf only takes --dtype, --name, --quantize and -o");
   } else if (input) {
     a.mode = Mode::kInput;
-    if (a.quantize.empty()) throw UsageError("--input needs --quantize FORMAT");
-    if (a.dtype || !a.tokenizer.empty() || !a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied)
-      throw UsageError("--input only takes --quantize (with --group-size, --no-zero-point, --smoothquant, --alpha) and -o");
+    if (a.quantize.empty() == !a.dtype) throw UsageError("--input needs one of --quantize FORMAT or --dtype f32|f16|bf16");
+    if (!a.tokenizer.empty() || !a.preset.empty() || !a.dims.empty() || !a.vocab_from.empty() || a.tied)
+      throw UsageError("--input only takes --quantize (with --group-size, --no-zero-point, --smoothquant, --alpha) "
+                       "or --dtype, and -o");
   } else if (llama2c) {
     a.mode = Mode::kLlama2c;
     if (a.tokenizer.empty()) throw UsageError("--llama2c needs --tokenizer TOK.bin");

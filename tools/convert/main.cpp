@@ -14,8 +14,10 @@
 #include "core/formats/llama_gguf_export.hpp"
 #include "core/formats/model_presets.hpp"
 #include "tools/convert/convert_args.hpp"
+#include "tools/convert/gguf_dequantize.hpp"
 #include "tools/convert/hf_convert.hpp"
 #include "tools/convert/loom_quantized.hpp"
+#include "tools/convert/quant_mix.hpp"
 #include "tools/convert/smoothquant_calibration.hpp"
 #include "tools/convert/weight_quantizer.hpp"
 
@@ -61,15 +63,29 @@ void quantize_file(const std::string& in, const Args& a, const std::string& out)
   if (!a.smoothquant.empty()) maxima = calibrate(file, a.smoothquant);
   const loom::convert::LoomQuantOptions lo{a.quantize, a.group_size, a.zero_point,
                                            a.smoothquant.empty() ? nullptr : &maxima, a.alpha};
+  const loom::convert::QuantMix* mix = loom::convert::find_quant_mix(a.quantize);
   const loom::GgufWriter w =
-      loom::convert::is_loom_quant_format(a.quantize)
-          ? loom::convert::loom_quantize_gguf(file, lo, &notes)
-          : loom::convert::quantize_gguf(file, *loom::convert::find_weight_quantizer(a.quantize), &notes);
+      loom::convert::is_loom_quant_format(a.quantize) ? loom::convert::loom_quantize_gguf(file, lo, &notes)
+      : mix != nullptr ? loom::convert::quantize_gguf_mix(file, *mix, &notes)
+                       : loom::convert::quantize_gguf(file, *loom::convert::find_weight_quantizer(a.quantize), &notes);
   for (const std::string& n : notes) std::fprintf(stderr, "loom-convert: note: %s\n", n.c_str());
   w.write(out);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, matrices %s) in %.1f s\n", out.c_str(), w.tensor_count(),
                a.quantize.c_str(), secs);
+}
+
+// --input IN.gguf --dtype: every block-quantized tensor dequantized (gguf_dequantize.hpp).
+void dequantize_file(const Args& a) {
+  const loom::GgufFile file = loom::GgufFile::open(a.input);
+  std::vector<std::string> notes;
+  const auto t0 = std::chrono::steady_clock::now();
+  const loom::GgufWriter w = loom::convert::dequantize_gguf(file, *a.dtype, &notes);
+  for (const std::string& n : notes) std::fprintf(stderr, "loom-convert: note: %s\n", n.c_str());
+  w.write(a.output);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::fprintf(stderr, "loom-convert: wrote %s (%zu tensors, dequantized to %s) in %.1f s\n", a.output.c_str(),
+               w.tensor_count(), loom::dtype_name(*a.dtype), secs);
 }
 
 // --quantize with --llama2c/--random: the unquantized model goes to a temporary file first.
@@ -153,7 +169,12 @@ int main(int argc, char** argv) {
       case loom::convert::Mode::kHelp: std::fputs(loom::convert::usage_text().c_str(), stdout); return 0;
       case loom::convert::Mode::kLlama2c: run_llama2c(args); return 0;
       case loom::convert::Mode::kRandom: run_random(args); return 0;
-      case loom::convert::Mode::kInput: quantize_file(args.input, args, args.output); return 0;
+      case loom::convert::Mode::kInput:
+        if (args.quantize.empty())
+          dequantize_file(args);
+        else
+          quantize_file(args.input, args, args.output);
+        return 0;
       case loom::convert::Mode::kHf: run_hf(args); return 0;
     }
   } catch (const loom::Error& e) {

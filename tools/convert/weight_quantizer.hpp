@@ -1,18 +1,20 @@
 // loom-convert --quantize: the weight formats a converted file's matrices can be written in, and
 // the rewrite of a GGUF with its f32/f16/bf16 matrices quantized.
 //
-// A GGUF block format is one registry entry {name, output dtype, block geometry, quantize-rows function};
-// adding a format (int8, int4, fp8, ...) is adding an entry in weight_quantizer.cpp.
+// A GGUF block format is one registry entry {name, output dtype, block geometry, quantize-rows
+// function}. The entries are every format of weight_quantizer.cpp's table that the SDK's block
+// dispatch (sdk::gguf::quantize_row) can write in this build, so a type added to the SDK shows up
+// here once the table names it. The K-quant mixes (q4_k_m, ...) are quant_mix.hpp's.
 //
 // Which tensors are quantized (as llama.cpp's llama-quantize does):
 //   - 2-D f32/f16/bf16 tensors; 1-D tensors (norms) stay as they are, already-quantized ones are
 //     copied verbatim.
 //   - The output head (output.weight, or token_embd.weight when the head is tied to it) is
-//     quantized to q6_K when the format is q4_0 or q4_K: 4-bit logits cost quality the rest
+//     quantized to q6_K unless the format is q8_0 or q6_K: low-bit logits cost quality the rest
 //     of the model does not (llama.cpp keeps Q6_K there too).
 //   - A matrix whose rows are not whole blocks of the format falls back, with a note: q4_K ->
-//     q4_0, q6_K -> q8_0 (32-value blocks), and to its stored dtype when even that does not
-//     fit (the demo model's ffn_down, in = 172).
+//     q4_0, q6_K -> q8_0, q5_K -> q5_1, q2_K/q3_K -> q4_0, iq4_xs -> iq4_nl, and to its stored
+//     dtype when even that does not fit (the demo model's ffn_down, in = 172).
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Builds the peer's own command-line tools (llama-server, llama-perplexity, llama-quantize,
+# llama-cli, llama-completion, llama-simple) from the llama.cpp tree vendored in the
+# llama-cpp-python sdist on PyPI: the same llama.cpp revision that setup-llama-cpp.sh compiles
+# into the Python package, so the C tools and the Python bindings agree on every kernel.
+# Optional: nothing in Loom's build or tests needs it. Tuned for this CPU (GGML_NATIVE), Release.
+#
+#   tools/peers/build-llama-cpp.sh [PREFIX]      -> prints the folder holding the binaries
+#
+# PREFIX defaults to build/peers/llama.cpp. LLAMA_CPP_JOBS (default: nproc) sets the build's
+# parallelism; the build can take an hour at -j1, so run it under `nice -n 19` beside other work.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+prefix="${1:-$root/build/peers/llama.cpp}"
+version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
+jobs="${LLAMA_CPP_JOBS:-$(nproc)}"
+targets=(llama-server llama-perplexity llama-quantize llama-cli llama-completion llama-simple)
+bin="$prefix/build/bin"
+
+have_all() {
+  local t
+  for t in "${targets[@]}"; do [[ -x "$bin/$t" ]] || return 1; done
+}
+if have_all; then echo "$bin"; exit 0; fi
+
+mkdir -p "$prefix"
+sdist="$prefix/llama_cpp_python-$version.tar.gz"
+if [[ ! -f "$sdist" ]]; then
+  # --no-binary: the sdist is what carries vendor/llama.cpp; no build happens at download.
+  python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$prefix" >&2
+fi
+src="$prefix/llama_cpp_python-$version/vendor/llama.cpp"
+[[ -f "$src/CMakeLists.txt" ]] || tar -xzf "$sdist" -C "$prefix"
+
+# No web UI (LLAMA_USE_PREBUILT_UI=OFF would otherwise fetch it at build time), no tests, no
+# HTTPS: the peer serves loopback only and must build offline.
+cmake -S "$src" -B "$prefix/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+  -DLLAMA_BUILD_TESTS=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF >&2
+cmake --build "$prefix/build" -j "$jobs" --target "${targets[@]}" >&2
+have_all || { echo "build-llama-cpp: a target is missing under $bin" >&2; exit 1; }
+echo "$bin"
