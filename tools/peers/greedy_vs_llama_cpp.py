@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""Greedy Loom against greedy llama.cpp on the same GGUF and the same prompt ids.
+
+Loom is a running loom-server (/v1/completions on token ids, temperature 0, logprobs 5, 48
+tokens); llama.cpp is tools/peers/llama_greedy_top5.cpp built against libllama. For each prompt
+it applies vLLM's check_logprobs_close rule (where the two first differ, each one's token must be
+in the other's top 5; then stop comparing) and says whether the first 16 tokens are identical.
+Tokens are compared as Loom's pieces (llama.cpp's ids through Loom's /detokenize; the end token,
+whose piece Loom's detokenizer skips, by --eos-id/--eos-piece).
+
+  greedy_vs_llama_cpp.py --model M.gguf --port 8080 --oracle ./llama-greedy-top5
+"""
+import argparse
+import json
+import subprocess
+import urllib.request
+
+CHAT = ["What is the capital of Japan?", "Hi", "What is 2 + 2?", "Name a color.", "Tell me a joke.",
+        "Write a haiku about the sea.", "What is photosynthesis?", "Give me three tips for sleeping well."]
+RAW = ["The capital of France is", "Once upon a time, there was a", "def fibonacci(n):\n", "The quick brown fox",
+       "In 1492, Columbus", "Water boils at", "The three primary colors are", "import numpy as np\n"]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--port", type=int, default=8080)
+    ap.add_argument("--oracle", required=True)
+    ap.add_argument("--tokens", type=int, default=48)
+    ap.add_argument("--eos-id", type=int, default=2)
+    ap.add_argument("--eos-piece", default="<|im_end|>")
+    args = ap.parse_args()
+
+    def post(path, body):
+        req = urllib.request.Request(f"http://127.0.0.1:{args.port}{path}", json.dumps(body).encode(),
+                                     {"Content-Type": "application/json"})
+        return json.load(urllib.request.urlopen(req))
+
+    def piece(i):
+        return args.eos_piece if i == args.eos_id else post("/detokenize", {"tokens": [i]})["prompt"]
+
+    # Chat prompts through the server's own template, raw ones as they are.
+    prompts = [("chat", post("/apply-template", {"messages": [{"role": "user", "content": q}]})["prompt"]) for q in CHAT]
+    prompts += [("raw", p) for p in RAW]
+    close_n = same_n = 0
+    for kind, text in prompts:
+        ids = post("/tokenize", {"prompt": text})["tokens"]
+        out = subprocess.run([args.oracle, args.model, ",".join(map(str, ids)), str(args.tokens)],
+                             capture_output=True, text=True, check=True).stdout
+        ref = [list(map(int, line.split())) for line in out.splitlines() if line.strip()]
+        lp = post("/v1/completions", {"prompt": ids, "max_tokens": args.tokens, "temperature": 0,
+                                      "logprobs": 5})["choices"][0]["logprobs"]
+        toks, tops = lp["tokens"], lp["top_logprobs"]
+        first_diff, close = None, True
+        for i in range(min(len(toks), len(ref))):
+            if toks[i] == piece(ref[i][0]):
+                continue
+            first_diff = i
+            close = toks[i] in [piece(x) for x in ref[i][1:6]] and piece(ref[i][0]) in tops[i]
+            break
+        same = first_diff is None or first_diff >= 16
+        close_n += close
+        same_n += same
+        print(f"{kind:4} close={close} identical16={same} first_diff={first_diff} loom={''.join(toks[:12])!r}")
+    print(f"check_logprobs_close: {close_n}/{len(prompts)}; identical over 16 tokens: {same_n}/{len(prompts)}")
+
+
+if __name__ == "__main__":
+    main()
