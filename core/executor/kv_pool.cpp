@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <sys/mman.h>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -11,8 +12,7 @@ namespace loom {
 namespace {
 constexpr size_t kAlignment = 64;  // one cache line: a block never shares a line with another's tail
 }
-
-void KvPool::FreeDeleter::operator()(void* p) const { std::free(p); }
+void KvPool::Unmap::operator()(void* p) const { ::munmap(p, bytes); }
 
 int64_t KvPool::element_size(loom_dtype dtype) {
   switch (dtype) {
@@ -52,11 +52,11 @@ KvPool::KvPool(const KvPoolShape& shape) : shape_(shape) {
   const int64_t layer_bytes = (shape.num_blocks * block_bytes_ + static_cast<int64_t>(kAlignment) - 1) /
                               static_cast<int64_t>(kAlignment) * static_cast<int64_t>(kAlignment);
   bytes_ = 2 * layer_bytes * shape.n_layers;
-  void* mem = std::aligned_alloc(kAlignment, static_cast<size_t>(bytes_));
-  if (mem == nullptr)
+  // Page-aligned (beyond kAlignment) and zero-filled by the kernel page by page, on first touch.
+  void* mem = ::mmap(nullptr, static_cast<size_t>(bytes_), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED)
     throw Error("kv pool: cannot allocate " + std::to_string(bytes_) + " bytes", LOOM_ERR_OUT_OF_MEMORY);
-  std::memset(mem, 0, static_cast<size_t>(bytes_));
-  memory_.reset(mem);
+  memory_ = std::unique_ptr<void, Unmap>(mem, Unmap{static_cast<size_t>(bytes_)});
 
   auto make_view = [&](int64_t offset) {
     loom_tensor_view v{};

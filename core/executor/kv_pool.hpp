@@ -6,6 +6,7 @@
 // whole block's size in elements and every block copy carries its scales.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -51,13 +52,16 @@ class KvPool {
   static int64_t element_size(loom_dtype dtype);
 
  private:
-  struct FreeDeleter {
+  // The pool is an anonymous mapping: zero pages until first written, so a large default pool
+  // (sized from free memory) costs resident memory only for the blocks requests have used.
+  struct Unmap {
+    size_t bytes;  // no initializer: nested-class NSDMIs block unique_ptr's default constructor in GCC
     void operator()(void* p) const;
   };
   KvPoolShape shape_;
   int64_t block_bytes_ = 0;
   int64_t bytes_ = 0;
-  std::unique_ptr<void, FreeDeleter> memory_;  // [n_layers][K, V][num_blocks][block bytes]
+  std::unique_ptr<void, Unmap> memory_;  // [n_layers][K, V][num_blocks][block bytes]
   std::vector<loom_tensor_view> k_views_;      // [n_layers]
   std::vector<loom_tensor_view> v_views_;      // [n_layers]
 };

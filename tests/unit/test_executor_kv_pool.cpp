@@ -1,13 +1,35 @@
 // The physical KV pool: shapes, strides, sizes and zeroed, disjoint memory.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <unistd.h>
 
 #include "core/common/error.hpp"
 #include "core/executor/kv_pool.hpp"
 
 namespace loom {
 namespace {
+
+// Resident bytes of this process (/proc/self/statm's second field, in pages).
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+// A pool sized from free memory may be most of the machine: untouched blocks must not be resident.
+TEST(KvPool, UntouchedBlocksCostNoResidentMemory) {
+  const int64_t before = resident_bytes();
+  KvPool pool(KvPoolShape{4, 4096, 16, 8, 64, LOOM_DTYPE_F32});  // 2 x 4 x 4096 x 16 x 8 x 64 x 4 B = 1 GiB
+  ASSERT_GE(pool.total_bytes(), int64_t{1} << 30);
+  EXPECT_LT(resident_bytes() - before, int64_t{64} << 20);
+  float* last = static_cast<float*>(pool.v(3).data) + (4096 * 16 * 8 * 64 - 1);
+  EXPECT_EQ(*last, 0.0f);  // zero when first read, as a fresh pool must be
+  *last = 2.0f;
+  EXPECT_EQ(*last, 2.0f);
+}
 
 TEST(KvPool, ViewsAndSizes) {
   KvPool pool(KvPoolShape{3, 5, 16, 2, 8, LOOM_DTYPE_F32});
