@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <random>
+#include <span>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -75,6 +76,64 @@ TEST(BenchPerplexity, ShorterWindowsScoreEveryTokenOnceWithLessContext) {
   EXPECT_EQ(s.windows, static_cast<int32_t>((ids.size() + 15) / 16));
   // 16 tokens of context at most predict worse than up to 511.
   EXPECT_GT(s.perplexity, long_run.score(ids).perplexity);
+}
+
+// -log softmax(row)[target], computed here independently of the tool.
+double nll_of(std::span<const float> row, int32_t target) {
+  const float max = *std::max_element(row.begin(), row.end());
+  double sum = 0.0;
+  for (float v : row) sum += std::exp(static_cast<double>(v) - max);
+  return std::log(sum) - (static_cast<double>(row[static_cast<size_t>(target)]) - max);
+}
+
+// llama-perplexity's windows: the text with BOS, chunks of ctx tokens (tail dropped), first token
+// BOS, only positions ctx/2 .. ctx-2 scored; each window dumped with its ids and logits.
+TEST(BenchPerplexity, LlamaWindowsScoreTheSecondHalfOfEachChunkAndDumpThem) {
+  constexpr int32_t kCtx = 64;
+  PerplexityRun run(options(kCtx));
+  const std::vector<int32_t> ids = run.tokenize_with_specials(read_text());
+  ASSERT_EQ(ids.front(), 1);  // the demo model adds BOS (id 1)
+  const std::string prefix = ::testing::TempDir() + "/ppl_llama_windows";
+  run.dump_windows_to(prefix);
+  const PerplexityResult r = run.score_llama_windows(ids);
+  const auto chunks = static_cast<int32_t>(ids.size() / kCtx);
+  EXPECT_EQ(r.windows, chunks);
+  EXPECT_EQ(r.tokens, static_cast<int64_t>(chunks) * (kCtx - 1 - kCtx / 2));
+
+  // The same figure from each chunk's logits (BOS replacing its first token), scored by hand.
+  PerplexityRun check(options(kCtx));
+  const auto vocab = static_cast<size_t>(check.vocab());
+  double nll = 0.0;
+  for (int32_t c = 0; c < chunks; ++c) {
+    const auto* chunk = ids.data() + static_cast<size_t>(c) * kCtx;
+    const std::span<const float> logits = check.window_logits({chunk + 1, static_cast<size_t>(kCtx - 1)});
+    for (int32_t i = kCtx / 2; i + 1 < kCtx; ++i)
+      nll += nll_of(logits.subspan(static_cast<size_t>(i) * vocab, vocab), chunk[i + 1]);
+  }
+  EXPECT_NEAR(r.nll, nll, 1e-9 * nll);
+
+  // The dump: one line of kCtx ids per chunk, BOS first, the chunk's own tokens after it.
+  std::ifstream id_file(prefix + ".ids");
+  std::string line;
+  int32_t lines = 0;
+  while (std::getline(id_file, line)) {
+    std::istringstream in(line);
+    std::vector<int32_t> window;
+    for (int32_t t; in >> t;) window.push_back(t);
+    ASSERT_EQ(window.size(), static_cast<size_t>(kCtx));
+    EXPECT_EQ(window[0], 1);
+    EXPECT_TRUE(std::equal(window.begin() + 1, window.end(), ids.begin() + lines * kCtx + 1));
+    ++lines;
+  }
+  EXPECT_EQ(lines, chunks);
+  std::ifstream logit_file(prefix + ".f32", std::ios::binary | std::ios::ate);
+  EXPECT_EQ(static_cast<size_t>(logit_file.tellg()), static_cast<size_t>(chunks) * kCtx * vocab * sizeof(float));
+}
+
+TEST(BenchPerplexity, LlamaWindowsNeedTwoChunks) {
+  PerplexityRun run(options(64));
+  const std::vector<int32_t> ids = run.tokenize_with_specials("Once upon a time.");
+  EXPECT_THROW(run.score_llama_windows(ids), Error);
 }
 
 TEST(BenchPerplexity, OptionsAreChecked) {

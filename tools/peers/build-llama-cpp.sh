@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the peer's own command-line tools (llama-server, llama-perplexity, llama-quantize,
+# Builds the peer's own command-line tools (llama-server, llama-perplexity, llama-quantize, llama-bench,
 # llama-cli, llama-completion, llama-simple) from the llama.cpp tree vendored in the
 # llama-cpp-python sdist on PyPI: the same llama.cpp revision that setup-llama-cpp.sh compiles
 # into the Python package, so the C tools and the Python bindings agree on every kernel.
@@ -14,7 +14,7 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 prefix="${1:-$root/build/peers/llama.cpp}"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${LLAMA_CPP_JOBS:-$(nproc)}"
-targets=(llama-server llama-perplexity llama-quantize llama-cli llama-completion llama-simple)
+targets=(llama-server llama-perplexity llama-quantize llama-bench llama-cli llama-completion llama-simple)
 bin="$prefix/build/bin"
 
 have_all() {

@@ -9,6 +9,10 @@ Tokens are compared as Loom's pieces (llama.cpp's ids through Loom's /detokenize
 whose piece Loom's detokenizer skips, by --eos-id/--eos-piece).
 
   greedy_vs_llama_cpp.py --model M.gguf --port 8080 --oracle ./llama-greedy-top5
+
+--self-flash-attn off|on compares llama.cpp with itself instead (its default attention path against
+the other one, under the same rule): how far the rule's figures move from numerics alone. The server
+is still used for the template and the tokenizer.
 """
 import argparse
 import json
@@ -29,6 +33,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=48)
     ap.add_argument("--eos-id", type=int, default=2)
     ap.add_argument("--eos-piece", default="<|im_end|>")
+    ap.add_argument("--self-flash-attn", choices=["on", "off"])
     args = ap.parse_args()
 
     def post(path, body):
@@ -39,18 +44,27 @@ def main():
     def piece(i):
         return args.eos_piece if i == args.eos_id else post("/detokenize", {"tokens": [i]})["prompt"]
 
+    def oracle(ids, flash_attn=None):
+        cmd = [args.oracle, args.model, ",".join(map(str, ids)), str(args.tokens)]
+        out = subprocess.run(cmd + ([flash_attn] if flash_attn else []), capture_output=True, text=True,
+                             check=True).stdout
+        return [list(map(int, line.split())) for line in out.splitlines() if line.strip()]
+
     # Chat prompts through the server's own template, raw ones as they are.
     prompts = [("chat", post("/apply-template", {"messages": [{"role": "user", "content": q}]})["prompt"]) for q in CHAT]
     prompts += [("raw", p) for p in RAW]
     close_n = same_n = 0
     for kind, text in prompts:
         ids = post("/tokenize", {"prompt": text})["tokens"]
-        out = subprocess.run([args.oracle, args.model, ",".join(map(str, ids)), str(args.tokens)],
-                             capture_output=True, text=True, check=True).stdout
-        ref = [list(map(int, line.split())) for line in out.splitlines() if line.strip()]
-        lp = post("/v1/completions", {"prompt": ids, "max_tokens": args.tokens, "temperature": 0,
-                                      "logprobs": 5})["choices"][0]["logprobs"]
-        toks, tops = lp["tokens"], lp["top_logprobs"]
+        ref = oracle(ids)
+        if args.self_flash_attn:
+            other = oracle(ids, args.self_flash_attn)
+            toks = [piece(r[0]) for r in other]
+            tops = [{piece(x): 0.0 for x in r[1:6]} for r in other]
+        else:
+            lp = post("/v1/completions", {"prompt": ids, "max_tokens": args.tokens, "temperature": 0,
+                                          "logprobs": 5})["choices"][0]["logprobs"]
+            toks, tops = lp["tokens"], lp["top_logprobs"]
         first_diff, close = None, True
         for i in range(min(len(toks), len(ref))):
             if toks[i] == piece(ref[i][0]):

@@ -4,7 +4,9 @@
 // tools/peers/greedy_vs_llama_cpp.py; not part of the build:
 //   g++ -O2 -std=c++17 llama_greedy_top5.cpp -I LLAMA/include -I LLAMA/ggml/include \
 //       -L BUILD/bin -lllama -lggml -lggml-base -Wl,-rpath,BUILD/bin -o llama-greedy-top5
-//   llama-greedy-top5 MODEL.gguf 1,2,3 48
+//   llama-greedy-top5 MODEL.gguf 1,2,3 48 [auto|on|off]
+// The optional last argument sets flash attention (default: llama.cpp's own default, auto), so
+// the oracle can also be compared with itself under its two attention paths.
 #include <llama.h>
 
 #include <algorithm>
@@ -14,8 +16,8 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s MODEL.gguf ID,ID,... N\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s MODEL.gguf ID,ID,... N [auto|on|off]\n", argv[0]);
     return 2;
   }
   llama_backend_init();
@@ -25,6 +27,12 @@ int main(int argc, char** argv) {
   cp.n_ctx = 1024;
   cp.n_batch = 1024;
   cp.n_threads = 2;
+  if (argc == 5) {
+    const std::string fa = argv[4];
+    cp.flash_attn_type = fa == "on" ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                         : fa == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                       : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  }
   llama_context* ctx = llama_init_from_model(model, cp);
   std::vector<llama_token> prompt;
   const std::string ids = argv[2];

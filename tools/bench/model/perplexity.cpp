@@ -83,7 +83,57 @@ std::span<const float> PerplexityRun::window_logits(std::span<const int32_t> ids
   if (bos_ >= 0) window_.push_back(bos_);
   window_.insert(window_.end(), ids.begin(), ids.end());
   session_->score(window_, logits_);
+  dump_window();
   return std::span<const float>(logits_).first(window_.size() * static_cast<size_t>(vocab()));
+}
+
+std::vector<int32_t> PerplexityRun::tokenize_with_specials(const std::string& text) const {
+  return tokenizer_->encode(text, /*add_special=*/true);
+}
+
+void PerplexityRun::dump_windows_to(const std::string& prefix) {
+  dump_ids_ = std::make_unique<std::ofstream>(prefix + ".ids");
+  dump_logits_ = std::make_unique<std::ofstream>(prefix + ".f32", std::ios::binary);
+  if (!*dump_ids_ || !*dump_logits_) throw Error("--dump-logits: cannot write \"" + prefix + ".ids/.f32\"");
+}
+
+void PerplexityRun::dump_window() {
+  if (!dump_ids_) return;
+  for (size_t i = 0; i < window_.size(); ++i) *dump_ids_ << (i ? " " : "") << window_[i];
+  *dump_ids_ << "\n";
+  dump_logits_->write(reinterpret_cast<const char*>(logits_.data()),
+                      static_cast<std::streamsize>(window_.size() * static_cast<size_t>(vocab()) * sizeof(float)));
+  // Whole windows on disk at every point, so a reader never sees half of one.
+  dump_ids_->flush();
+  dump_logits_->flush();
+}
+
+PerplexityResult PerplexityRun::score_llama_windows(std::span<const int32_t> ids) {
+  const auto ctx = static_cast<size_t>(ctx_);
+  if (ids.size() < 2 * ctx)
+    throw Error("--windows llama needs at least 2 * ctx = " + std::to_string(2 * ctx) + " tokens, the text has " +
+                std::to_string(ids.size()));
+  const int32_t vocab = this->vocab();
+  // The interface has no add_bos flag: an empty text encoded with specials shows it.
+  const std::vector<int32_t> specials = tokenizer_->encode("", /*add_special=*/true);
+  const bool add_bos = bos_ >= 0 && !specials.empty() && specials.front() == bos_;
+  const size_t first = ctx / 2;
+  PerplexityResult r;
+  r.ctx = ctx_;
+  for (size_t start = 0; start + ctx <= ids.size(); start += ctx) {
+    window_.assign(ids.begin() + static_cast<std::ptrdiff_t>(start),
+                   ids.begin() + static_cast<std::ptrdiff_t>(start + ctx));
+    if (add_bos) window_[0] = bos_;
+    session_->score(window_, logits_);
+    dump_window();
+    for (size_t i = first; i + 1 < ctx; ++i) {
+      r.nll += token_nll(logits_.data() + i * static_cast<size_t>(vocab), vocab, window_[i + 1]);
+      ++r.tokens;
+    }
+    ++r.windows;
+  }
+  r.perplexity = std::exp(r.nll / static_cast<double>(r.tokens));
+  return r;
 }
 
 PerplexityResult PerplexityRun::score(std::span<const int32_t> ids) {
@@ -147,6 +197,11 @@ void add_perplexity_options(CLI::App& app, PerplexityOptions& o) {
                  "also the RMS logit error vs REF.gguf (quantization none, f32 KV) over the first\n"
                  "--compare-tokens text tokens, which are then the only ones scored");
   app.add_option("--compare-tokens", o.compare_tokens, "default 256")->check(cli::integer_in(1));
+  app.add_option("--windows", o.windows,
+                 "loom (default: every token once) or llama (llama-perplexity's chunks: second halves\n"
+                 "of ctx-token chunks of the text tokenized with BOS)")
+      ->check(CLI::IsMember({"loom", "llama"}));
+  app.add_option("--dump-logits", o.dump_logits, "also write each window's ids and logits to PREFIX.ids / PREFIX.f32");
 }
 
 std::string perplexity_usage() {
@@ -172,7 +227,11 @@ int perplexity_main(int argc, char** argv) {
       return 0;
     }
     PerplexityRun run(o);
-    std::vector<int32_t> ids = run.tokenize(read_file(o.text));
+    if (o.windows == "llama" && !o.compare_logits.empty())
+      throw Error("--windows llama and --compare-logits do not go together");
+    if (!o.dump_logits.empty()) run.dump_windows_to(o.dump_logits);
+    const bool llama_windows = o.windows == "llama";
+    std::vector<int32_t> ids = llama_windows ? run.tokenize_with_specials(read_file(o.text)) : run.tokenize(read_file(o.text));
     LogitsError err;
     if (!o.compare_logits.empty()) {
       PerplexityOptions ref_options = o;
@@ -185,10 +244,10 @@ int perplexity_main(int argc, char** argv) {
       ids.resize(std::min(ids.size(), static_cast<size_t>(o.compare_tokens)));
       err = logits_error(run, reference, ids);
     }
-    const PerplexityResult r = run.score(ids);
-    std::printf("model %s  text %s\nquantization %s %s, attention %s, kv %s, ctx %d\n", o.model.c_str(),
+    const PerplexityResult r = llama_windows ? run.score_llama_windows(ids) : run.score(ids);
+    std::printf("model %s  text %s\nquantization %s %s, attention %s, kv %s, ctx %d, windows %s\n", o.model.c_str(),
                 o.text.c_str(), o.quantization.c_str(), o.quantization_config.c_str(), o.attention.c_str(),
-                o.kv_dtype.c_str(), r.ctx);
+                o.kv_dtype.c_str(), r.ctx, o.windows.c_str());
     std::printf("tokens %lld in %d windows  mean nll %.6f  perplexity %.4f\n", static_cast<long long>(r.tokens),
                 r.windows, r.nll / static_cast<double>(r.tokens), r.perplexity);
     if (!o.compare_logits.empty())
@@ -202,6 +261,7 @@ int perplexity_main(int argc, char** argv) {
                           {"attention", o.attention},
                           {"kv_dtype", o.kv_dtype},
                           {"ctx", r.ctx},
+                          {"windows", o.windows},
                           {"tokens", r.tokens},
                           {"windows", r.windows},
                           {"nll", r.nll},

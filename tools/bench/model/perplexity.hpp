@@ -11,9 +11,20 @@
 // model, quantization none, f32 KV): over the same windows of the first --compare-tokens text
 // tokens, rel_rms = sqrt(sum (logit - ref)^2 / sum ref^2) over every position and vocab entry.
 // Only those tokens are scored then (a random model's perplexity means nothing; its logits do).
+//
+// --windows llama scores the way llama.cpp's llama-perplexity does, so the two figures come from
+// the same windows: the text is tokenized with the model's specials (BOS when add_bos), cut into
+// floor(N / ctx) chunks of ctx tokens (the tail is dropped), each chunk's first token replaced by
+// BOS when add_bos, and only the predictions of the second half are scored (positions ctx/2 ..
+// ctx-2, predicting tokens ctx/2+1 .. ctx-1), so every scored token has at least ctx/2 of context.
+//
+// --dump-logits PREFIX writes each window's ids (PREFIX.ids, one window a line) and its logits
+// (PREFIX.f32, raw f32 [window][vocab], windows in order) for a comparison with another engine's
+// teacher-forced logits on the same ids (tools/peers/logits_vs_llama_cpp.py).
 #pragma once
 
 #include <cstdint>
+#include <fstream>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,6 +51,8 @@ struct PerplexityOptions {
   std::string json;                      // --json FILE
   std::string compare_logits;            // --compare-logits REF.gguf
   int32_t compare_tokens = 256;          // --compare-tokens N
+  std::string windows = "loom";          // --windows loom|llama (see above)
+  std::string dump_logits;               // --dump-logits PREFIX
   bool help = false;
 };
 
@@ -66,6 +79,12 @@ class PerplexityRun {
   std::vector<int32_t> tokenize(const std::string& text) const;
   // Perplexity of the given token ids (at least one), as described above.
   PerplexityResult score(std::span<const int32_t> ids);
+  // The model's tokenizer with its specials (BOS when add_bos), for --windows llama.
+  std::vector<int32_t> tokenize_with_specials(const std::string& text) const;
+  // llama-perplexity's scoring of `ids` (tokenized with specials; at least 2 * ctx of them).
+  PerplexityResult score_llama_windows(std::span<const int32_t> ids);
+  // With a prefix set, every window scored from now on is also written out (see --dump-logits).
+  void dump_windows_to(const std::string& prefix);
   // Logits of `ids` (at most per_window() of them) as one window after BOS: [window, vocab],
   // row i predicting window token i + 1; valid until the next call.
   std::span<const float> window_logits(std::span<const int32_t> ids);
@@ -81,6 +100,8 @@ class PerplexityRun {
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> window_;  // [ctx] one window's ids
   std::vector<float> logits_;    // [ctx, vocab]
+  std::unique_ptr<std::ofstream> dump_ids_, dump_logits_;  // --dump-logits
+  void dump_window();             // window_ and its logits_ rows, when dumping
 };
 
 // The logits of `run` against those of `reference` (same vocabulary and window length) on the
