@@ -1,0 +1,54 @@
+// Which tokens a grammar state allows: a bit per token whose bytes the state accepts whole.
+//
+// Cost: one walk of the sorted vocabulary (TokenVocabulary), stepping the state by one byte per
+// trie edge that is still alive; a dead prefix skips every token under it with one comparison
+// each. So a mask costs O(live trie edges x stacks) byte steps plus O(vocab) comparisons. Masks
+// are cached per canonical state in a MaskCache, so a state seen before (the inside of a JSON
+// string, the same schema position in the next request) costs one hash lookup.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/grammar/grammar_matcher.hpp"
+#include "core/grammar/token_vocabulary.hpp"
+
+namespace loom {
+
+struct TokenMask {
+  std::vector<uint64_t> bits;  // [ceil(vocab / 64)]
+  int32_t allowed = 0;         // how many bits are set
+  int32_t first = -1;          // the lowest allowed id (the only one when allowed == 1)
+  bool test(int32_t id) const { return (bits[static_cast<size_t>(id) >> 6] >> (id & 63)) & 1u; }
+};
+
+// The tokens (end-of-generation tokens excluded) whose bytes `state` accepts.
+TokenMask compute_token_mask(const Grammar& g, const StackSet& state, const TokenVocabulary& vocab);
+
+// Masks of one grammar over one vocabulary, keyed by canonical state. Not thread-safe: owned by
+// the engine thread. Bounded: when full it is emptied (states of one grammar repeat quickly).
+class MaskCache {
+ public:
+  MaskCache(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocab,
+            size_t max_entries = 4096);
+  const TokenMask& mask(const StackSet& state);
+  const Grammar& grammar() const { return *grammar_; }
+  const std::shared_ptr<const Grammar>& grammar_ptr() const { return grammar_; }
+  const TokenVocabulary& vocab() const { return *vocab_; }
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+
+ private:
+  std::shared_ptr<const Grammar> grammar_;
+  std::shared_ptr<const TokenVocabulary> vocab_;
+  size_t max_entries_;
+  std::unordered_map<std::string, std::unique_ptr<TokenMask>> masks_;
+  std::string key_;
+  size_t hits_ = 0;
+  size_t misses_ = 0;
+};
+
+}  // namespace loom
