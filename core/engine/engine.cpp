@@ -31,6 +31,7 @@ const char* finish_reason_name(FinishReason r) {
 Engine::Engine(const Config& config)
     : stack_(std::make_unique<RuntimeStack>(config)),
       seed_rng_(config.runtime.seed),
+      constraints_(*stack_->tokenizer),
       metrics_(stack_->max_model_len) {
   info_.name = config.model.name;
   info_.max_model_len = stack_->max_model_len;
@@ -172,6 +173,7 @@ RequestState& Engine::admit(std::unique_ptr<RequestState> req) {
   groups_[req->group].push_back(id);
   auto& slot = requests_[id];
   slot = std::move(req);
+  if (slot->sampling.grammar) slot->constraint = constraints_.start(slot->sampling.grammar);
   metrics_.on_arrival(id, slot->arrival_time_us);
   try {
     stack_->scheduler_add(slot->view());
@@ -229,7 +231,16 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
 }
 
 void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us) {
-  const int32_t token = stack_->sample(row, req.sampling, req.rng);
+  std::span<const float> allowed = row;
+  if (req.constraint) {
+    if (!req.constraint->mask(row, masked_row_)) {
+      finish(req, FinishReason::kError, "grammar: no token of the vocabulary can continue the output");
+      return;
+    }
+    allowed = masked_row_;
+  }
+  const int32_t token = stack_->sample(allowed, req.sampling, req.rng);
+  if (req.constraint) req.constraint->accept(token);
   std::vector<RowLogprobs> logprobs;
   if (req.sampling.logprobs) {
     logprobs.emplace_back();
@@ -288,8 +299,10 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vecto
   }
   const bool at_limit = req.num_generated() >= req.sampling.max_tokens ||
                         req.num_tokens() >= info_.max_model_len;
-  if (!finish_reason && at_limit) {
-    finish_reason = FinishReason::kLength;
+  // A finished grammar ends the output (stop) even when the limit is reached with it.
+  const bool grammar_done = req.constraint && req.constraint->is_finished();
+  if (!finish_reason && (at_limit || grammar_done)) {
+    finish_reason = grammar_done ? FinishReason::kStop : FinishReason::kLength;
     text += req.detokenizer.flush();
   }
   StopChecker::Result checked = req.stop_checker.push(text);

@@ -195,10 +195,11 @@ class GbnfParser {
     const char c = peek();
     SymbolSequence seq;
     if (c == '"') {
+      const size_t start = pos_;
       ++pos_;
       std::vector<uint8_t> bytes;
       while (peek() != '"') {
-        if (at_end() || peek() == '\n') fail("unterminated string literal");
+        if (at_end() || peek() == '\n') fail_at(start, "unterminated string literal");
         append_utf8(parse_char(), bytes);
       }
       ++pos_;

@@ -92,7 +92,7 @@ TEST(GrammarGbnf, RightRecursionKeepsOneFlatStack) {
 TEST(GrammarGbnf, ErrorsNameLineAndColumn) {
   EXPECT_EQ(error_of([] { parse_gbnf("root ::= \"a\" @"); }), "line 1, column 14: unexpected '@'");
   EXPECT_EQ(error_of([] { parse_gbnf("root ::= \"a\"\nx ::= [a-"); }), "line 2, column 7: unterminated character class");
-  EXPECT_EQ(error_of([] { parse_gbnf("root ::= \"a\n\""); }), "line 1, column 12: unterminated string literal");
+  EXPECT_EQ(error_of([] { parse_gbnf("root ::= \"a\n\""); }), "line 1, column 10: unterminated string literal");
   EXPECT_EQ(error_of([] { parse_gbnf("root ::= a\na ::= b"); }), "line 2, column 7: rule 'b' is used but never defined");
   EXPECT_EQ(error_of([] { parse_gbnf("root = \"a\""); }), "line 1, column 6: expected '::=' after rule name 'root'");
   EXPECT_EQ(error_of([] { parse_gbnf("root ::= [z-a]"); }), "line 1, column 11: character range is out of order");

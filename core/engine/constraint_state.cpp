@@ -1,0 +1,59 @@
+#include "core/engine/constraint_state.hpp"
+
+#include <limits>
+
+#include "core/common/error.hpp"
+#include "core/tokenizer/tokenizer.hpp"
+
+namespace loom {
+
+ConstraintState::ConstraintState(std::shared_ptr<MaskCache> cache)
+    : cache_(std::move(cache)), matcher_(cache_->grammar_ptr()) {}
+
+bool ConstraintState::mask(std::span<const float> row, std::vector<float>& out) {
+  constexpr float kNever = -std::numeric_limits<float>::infinity();
+  const TokenVocabulary& vocab = cache_->vocab();
+  LOOM_CHECK(static_cast<int32_t>(row.size()) == vocab.size(), "grammar: logits row and vocabulary differ in size");
+  out.assign(row.size(), kNever);
+  int32_t allowed = 0;
+  if (!ended_) {
+    const TokenMask& m = cache_->mask(matcher_.stacks());
+    for (size_t w = 0; w < m.bits.size(); ++w) {
+      for (uint64_t bits = m.bits[w]; bits != 0; bits &= bits - 1) {
+        const size_t id = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+        out[id] = row[id];
+      }
+    }
+    allowed = m.allowed;
+  }
+  if (is_complete()) {
+    for (int32_t id : vocab.eog_ids) out[static_cast<size_t>(id)] = row[static_cast<size_t>(id)];
+    allowed += static_cast<int32_t>(vocab.eog_ids.size());
+  }
+  return allowed > 0;
+}
+
+void ConstraintState::accept(int32_t token) {
+  const TokenVocabulary& vocab = cache_->vocab();
+  const std::string& bytes = vocab.bytes[static_cast<size_t>(token)];
+  if (bytes.empty()) {
+    ended_ = true;  // an end-of-generation token (the only empty ones a mask allows)
+    return;
+  }
+  LOOM_CHECK(matcher_.accept_bytes(bytes), "grammar: token " + std::to_string(token) + " is not allowed here");
+}
+
+std::unique_ptr<ConstraintState> ConstraintRegistry::start(const std::shared_ptr<const Grammar>& grammar) {
+  if (!vocab_) vocab_ = std::make_shared<const TokenVocabulary>(vocabulary_of(tokenizer_));
+  auto& cache = caches_[grammar->source];
+  if (!cache) {
+    if (caches_.size() > kMaxGrammars) {
+      caches_.clear();  // rare: many distinct grammars; their masks are rebuilt on demand
+      return start(grammar);
+    }
+    cache = std::make_shared<MaskCache>(grammar, vocab_);
+  }
+  return std::make_unique<ConstraintState>(cache);
+}
+
+}  // namespace loom
