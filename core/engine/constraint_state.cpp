@@ -43,6 +43,15 @@ void ConstraintState::accept(int32_t token) {
   LOOM_CHECK(matcher_.accept_bytes(bytes), "grammar: token " + std::to_string(token) + " is not allowed here");
 }
 
+void ConstraintState::append_forced(std::vector<int32_t>& tokens, int32_t room) {
+  for (; room > 0 && !ended_ && !matcher_.is_complete(); --room) {
+    const TokenMask& m = cache_->mask(matcher_.stacks());
+    if (m.allowed != 1) return;
+    accept(m.first);
+    tokens.push_back(m.first);
+  }
+}
+
 std::unique_ptr<ConstraintState> ConstraintRegistry::start(const std::shared_ptr<const Grammar>& grammar) {
   if (!vocab_) vocab_ = std::make_shared<const TokenVocabulary>(vocabulary_of(tokenizer_));
   auto& cache = caches_[grammar->source];

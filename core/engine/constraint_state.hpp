@@ -29,6 +29,12 @@ class ConstraintState {
   bool mask(std::span<const float> row, std::vector<float>& out);
   // The token the engine emitted (it must be one mask() allowed).
   void accept(int32_t token);
+  // Jump-forward: while the grammar leaves exactly one token possible (and the output is not
+  // complete, so no end token competes), accepts it and appends it to `tokens`, at most `room`
+  // of them. Such a token has probability 1 under the mask, so emitting it without sampling
+  // changes no output's distribution; the engine computes its K/V with the next step's batch
+  // (as a chunk, like a recompute), so it costs no model step of its own.
+  void append_forced(std::vector<int32_t>& tokens, int32_t room);
   // The output so far is a whole sentence of the grammar.
   bool is_complete() const { return ended_ || matcher_.is_complete(); }
   // Complete, and the grammar allows nothing more (or an end token was accepted).
@@ -48,7 +54,7 @@ class ConstraintRegistry {
   std::unique_ptr<ConstraintState> start(const std::shared_ptr<const Grammar>& grammar);
 
  private:
-  static constexpr size_t kMaxGrammars = 64;
+  static constexpr size_t kMaxGrammars = 16;  // each holds up to ~8 MB of masks and transitions
   const Tokenizer& tokenizer_;
   std::shared_ptr<const TokenVocabulary> vocab_;
   std::unordered_map<std::string, std::shared_ptr<MaskCache>> caches_;

@@ -1,5 +1,6 @@
 #include "core/engine/engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 
@@ -240,15 +241,24 @@ void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t 
     allowed = masked_row_;
   }
   const int32_t token = stack_->sample(allowed, req.sampling, req.rng);
-  if (req.constraint) req.constraint->accept(token);
   std::vector<RowLogprobs> logprobs;
   if (req.sampling.logprobs) {
     logprobs.emplace_back();
     Sampler::logprobs(row, token, *req.sampling.logprobs, logprobs.back());
   }
   req.token_ids.push_back(token);
+  std::vector<int32_t> emitted{token};
+  if (req.constraint) {
+    req.constraint->accept(token);
+    // Forced tokens have no logits row of their own, so none when logprobs are asked for.
+    if (!req.sampling.logprobs) {
+      const int32_t room = std::min(req.sampling.max_tokens - req.num_generated(), info_.max_model_len - req.num_tokens());
+      req.constraint->append_forced(emitted, room);
+      req.token_ids.insert(req.token_ids.end(), emitted.begin() + 1, emitted.end());
+    }
+  }
   metrics_.on_token(req.id, sampled_us);
-  emit(req, {token}, std::move(logprobs));
+  emit(req, std::move(emitted), std::move(logprobs));
 }
 
 void Engine::fork_choices(RequestState& parent, std::span<const float> row, int64_t schedule_us,

@@ -2,13 +2,15 @@
 
 namespace loom {
 
-TokenMask compute_token_mask(const Grammar& g, const StackSet& state, const TokenVocabulary& vocab) {
+namespace {
+
+TokenMask walk_vocabulary(StateTable& table, int32_t start, const TokenVocabulary& vocab) {
   TokenMask mask;
   mask.bits.assign((static_cast<size_t>(vocab.size()) + 63) / 64, 0);
   // levels[k]: the state after the first k bytes of the current token; valid up to `valid`.
-  thread_local std::vector<StackSet> levels;
-  if (levels.size() < vocab.max_length + 1) levels.resize(vocab.max_length + 1);
-  levels[0] = state;
+  thread_local std::vector<int32_t> levels;
+  levels.resize(vocab.max_length + 1);
+  levels[0] = start;
   size_t valid = 0;
   const size_t n = vocab.order.size();
   for (size_t i = 0; i < n;) {
@@ -17,8 +19,8 @@ TokenMask compute_token_mask(const Grammar& g, const StackSet& state, const Toke
     size_t k = std::min<size_t>(vocab.common_prefix[i], valid);
     bool alive = true;
     for (; k < bytes.size(); ++k) {
-      grammar_step(g, levels[k], static_cast<uint8_t>(bytes[k]), levels[k + 1]);
-      if (levels[k + 1].empty()) {
+      levels[k + 1] = table.step(levels[k], static_cast<uint8_t>(bytes[k]));
+      if (levels[k + 1] == StateTable::kDead) {
         alive = false;
         break;
       }
@@ -39,9 +41,16 @@ TokenMask compute_token_mask(const Grammar& g, const StackSet& state, const Toke
   return mask;
 }
 
+}  // namespace
+
+TokenMask compute_token_mask(const Grammar& g, const StackSet& state, const TokenVocabulary& vocab) {
+  StateTable table(g);
+  return walk_vocabulary(table, table.intern(state), vocab);
+}
+
 MaskCache::MaskCache(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocab,
                      size_t max_entries)
-    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), max_entries_(max_entries) {}
+    : grammar_(std::move(grammar)), vocab_(std::move(vocab)), max_entries_(max_entries), table_(*grammar_) {}
 
 const TokenMask& MaskCache::mask(const StackSet& state) {
   key_.clear();
@@ -53,7 +62,8 @@ const TokenMask& MaskCache::mask(const StackSet& state) {
   ++misses_;
   if (masks_.size() >= max_entries_) masks_.clear();
   auto& slot = masks_[key_];
-  slot = std::make_unique<TokenMask>(compute_token_mask(*grammar_, state, *vocab_));
+  if (table_.full()) table_.clear();
+  slot = std::make_unique<TokenMask>(walk_vocabulary(table_, table_.intern(state), *vocab_));
   return *slot;
 }
 

@@ -2,9 +2,11 @@
 //
 // Cost: one walk of the sorted vocabulary (TokenVocabulary), stepping the state by one byte per
 // trie edge that is still alive; a dead prefix skips every token under it with one comparison
-// each. So a mask costs O(live trie edges x stacks) byte steps plus O(vocab) comparisons. Masks
-// are cached per canonical state in a MaskCache, so a state seen before (the inside of a JSON
-// string, the same schema position in the next request) costs one hash lookup.
+// each. Steps are memoised per (state, byte) in a StateTable, so an edge whose transition is
+// known is one lookup and only new transitions run the stack-set step. So a mask costs
+// O(live trie edges) lookups plus O(vocab) comparisons plus the new transitions. Masks are
+// cached per canonical state in a MaskCache, so a state seen before (the inside of a JSON string,
+// the same schema position in the next request) costs one hash lookup.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "core/grammar/grammar_matcher.hpp"
+#include "core/grammar/state_table.hpp"
 #include "core/grammar/token_vocabulary.hpp"
 
 namespace loom {
@@ -33,7 +36,7 @@ TokenMask compute_token_mask(const Grammar& g, const StackSet& state, const Toke
 class MaskCache {
  public:
   MaskCache(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenVocabulary> vocab,
-            size_t max_entries = 4096);
+            size_t max_entries = 1024);
   const TokenMask& mask(const StackSet& state);
   const Grammar& grammar() const { return *grammar_; }
   const std::shared_ptr<const Grammar>& grammar_ptr() const { return grammar_; }
@@ -49,6 +52,7 @@ class MaskCache {
   std::string key_;
   size_t hits_ = 0;
   size_t misses_ = 0;
+  StateTable table_;  // transitions memoised across this grammar's walks
 };
 
 }  // namespace loom

@@ -148,6 +148,20 @@ TEST(E2eStructuredOutput, GrammarThatCannotFinishEndsWithLength) {
   EXPECT_TRUE(std::regex_match(text, std::regex("[a-z ]*"))) << text;
 }
 
+TEST(E2eStructuredOutput, ForcedTokensAreEmittedWithoutAModelStep) {
+  LiveServer server(demo_config());
+  // The demo vocabulary holds the bytes of U+4E00 only as byte-fallback tokens: after the first
+  // is sampled the next five are forced, and computed with the next step.
+  const json r = post_ok(server, "/v1/completions",
+                         {{"prompt", "Once"}, {"max_tokens", 16}, {"temperature", 1.0}, {"grammar", "root ::= \"\\u4e00\\u4e00\" [xy]"}});
+  const std::string text = r["choices"][0]["text"];
+  EXPECT_TRUE(text == "\xE4\xB8\x80\xE4\xB8\x80x" || text == "\xE4\xB8\x80\xE4\xB8\x80y") << text;
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  EXPECT_EQ(r["usage"]["completion_tokens"], 7);
+  // Two steps: the prompt (sampling the first byte), then the six tokens sampled or forced since.
+  EXPECT_EQ(server.metrics().at("loom:iteration_tokens_total_count"), 2.0);
+}
+
 TEST(E2eStructuredOutput, MalformedConstraintsAre400NamingTheField) {
   LiveServer server(demo_config());
   auto expect_400 = [&](const std::string& route, json body, const std::string& param, const std::string& says) {
