@@ -1,5 +1,6 @@
 #include "core/engine/constraint_state.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/common/error.hpp"
@@ -33,21 +34,24 @@ bool ConstraintState::mask(std::span<const float> row, std::vector<float>& out) 
   return allowed > 0;
 }
 
-void ConstraintState::accept(int32_t token) {
+bool ConstraintState::accept(int32_t token) {
   const TokenVocabulary& vocab = cache_->vocab();
   const std::string& bytes = vocab.bytes[static_cast<size_t>(token)];
   if (bytes.empty()) {
-    ended_ = true;  // an end-of-generation token (the only empty ones a mask allows)
-    return;
+    // An end-of-generation token where the output is complete; any other empty one is a control
+    // token no mask allows.
+    const bool end = is_complete() && std::find(vocab.eog_ids.begin(), vocab.eog_ids.end(), token) != vocab.eog_ids.end();
+    ended_ = ended_ || end;
+    return end;
   }
-  LOOM_CHECK(matcher_.accept_bytes(bytes), "grammar: token " + std::to_string(token) + " is not allowed here");
+  return !ended_ && matcher_.accept_bytes(bytes);
 }
 
 void ConstraintState::append_forced(std::vector<int32_t>& tokens, int32_t room) {
   for (; room > 0 && !ended_ && !matcher_.is_complete(); --room) {
     const TokenMask& m = cache_->mask(matcher_.stacks());
     if (m.allowed != 1) return;
-    accept(m.first);
+    if (!accept(m.first)) return;
     tokens.push_back(m.first);
   }
 }

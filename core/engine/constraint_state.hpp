@@ -27,8 +27,9 @@ class ConstraintState {
   // generation tokens are allowed only where the grammar is complete. False when no token at
   // all is allowed (the vocabulary cannot continue the grammar).
   bool mask(std::span<const float> row, std::vector<float>& out);
-  // The token the engine emitted (it must be one mask() allowed).
-  void accept(int32_t token);
+  // The token the engine emitted. False (state unchanged) when the grammar does not allow it,
+  // which only a row whose allowed logits are all -inf or NaN can make the sampler choose.
+  bool accept(int32_t token);
   // Jump-forward: while the grammar leaves exactly one token possible (and the output is not
   // complete, so no end token competes), accepts it and appends it to `tokens`, at most `room`
   // of them. Such a token has probability 1 under the mask, so emitting it without sampling

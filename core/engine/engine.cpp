@@ -241,6 +241,10 @@ void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t 
     allowed = masked_row_;
   }
   const int32_t token = stack_->sample(allowed, req.sampling, req.rng);
+  if (req.constraint && !req.constraint->accept(token)) {
+    finish(req, FinishReason::kError, "grammar: the model gives every token the grammar allows no probability");
+    return;
+  }
   std::vector<RowLogprobs> logprobs;
   if (req.sampling.logprobs) {
     logprobs.emplace_back();
@@ -249,7 +253,6 @@ void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t 
   req.token_ids.push_back(token);
   std::vector<int32_t> emitted{token};
   if (req.constraint) {
-    req.constraint->accept(token);
     // Forced tokens have no logits row of their own, so none when logprobs are asked for.
     if (!req.sampling.logprobs) {
       const int32_t room = std::min(req.sampling.max_tokens - req.num_generated(), info_.max_model_len - req.num_tokens());

@@ -7,6 +7,10 @@
 // O(live trie edges) lookups plus O(vocab) comparisons plus the new transitions. Masks are
 // cached per canonical state in a MaskCache, so a state seen before (the inside of a JSON string,
 // the same schema position in the next request) costs one hash lookup.
+//
+// Measured (test_grammar_token_mask, Release, AVX2 + AVX-512 host, 2 shared cores): SmolLM2's
+// 49152 tokens, 16 states of a JSON schema: 0.06 ms for a structural state, 0.2-0.4 ms per mask
+// on average when new, 0.0005 ms per step of 16 when cached; the demo's 512 tokens: 0.01-0.02 ms.
 #pragma once
 
 #include <cstdint>

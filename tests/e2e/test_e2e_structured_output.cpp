@@ -48,8 +48,11 @@ void expect_valid(const json& doc, const std::string& text) {
   }
 }
 
+// A whole n = 8 request on SmolLM2 takes seconds, more on a loaded machine: a patient client.
+constexpr std::chrono::seconds kHttpTimeout{300};
+
 json post_ok(const LiveServer& server, const std::string& route, const json& body) {
-  const HttpResponse r = server.post(route, body);
+  const HttpResponse r = HttpTestClient(server.port(), "127.0.0.1", kHttpTimeout).post(route, body.dump());
   EXPECT_EQ(r.status, 200u) << r.body;
   return json::parse(r.body);
 }

@@ -65,14 +65,16 @@ TEST_F(EngineConstraintState, MasksEndTokensUntilCompleteAndFinishes) {
   first.insert(first.end(), ab.begin(), ab.end());
   std::sort(first.begin(), first.end());
   EXPECT_EQ(allowed(*c), first);  // no end token yet
-  c->accept(a[1]);
+  EXPECT_TRUE(c->accept(a[1]));
   EXPECT_TRUE(c->is_complete());
   EXPECT_FALSE(c->is_finished());
   std::vector<int32_t> second = b;
   second.push_back(tok_->eos_id());
   std::sort(second.begin(), second.end());
   EXPECT_EQ(allowed(*c), second);
-  c->accept(b[0]);
+  EXPECT_FALSE(c->accept(a[0]));  // not allowed here: refused, state unchanged
+  EXPECT_FALSE(c->accept(tok_->bos_id()));  // a control token never is
+  EXPECT_TRUE(c->accept(b[0]));
   EXPECT_TRUE(c->is_finished());
   EXPECT_EQ(allowed(*c), (std::vector<int32_t>{tok_->eos_id()}));
 }
@@ -83,7 +85,7 @@ TEST_F(EngineConstraintState, JumpForwardAppendsOnlyForcedTokens) {
   auto c = registry_->start(grammar("root ::= \"\\u4e00\\u4e00\" [ab]"));
   const int32_t e4 = only_id_of("\xE4"), b8 = only_id_of("\xB8"), x80 = only_id_of("\x80");
   EXPECT_EQ(allowed(*c), (std::vector<int32_t>{e4}));
-  c->accept(e4);
+  EXPECT_TRUE(c->accept(e4));
   std::vector<int32_t> tokens;
   c->append_forced(tokens, 2);  // room for two only
   EXPECT_EQ(tokens, (std::vector<int32_t>{b8, x80}));
@@ -98,8 +100,8 @@ TEST_F(EngineConstraintState, RequestsWithTheSameGrammarTextShareMasks) {
   auto one = registry_->start(grammar("root ::= [a-z]+"));
   auto two = registry_->start(grammar("root ::= [a-z]+"));
   EXPECT_EQ(allowed(*one), allowed(*two));
-  one->accept(ids_of("a")[0]);
-  two->accept(ids_of("b")[1]);
+  EXPECT_TRUE(one->accept(ids_of("a")[0]));
+  EXPECT_TRUE(two->accept(ids_of("b")[1]));
   EXPECT_EQ(allowed(*one), allowed(*two));  // the same state: one mask for both
 }
 
