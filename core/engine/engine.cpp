@@ -1,5 +1,6 @@
 #include "core/engine/engine.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <span>
 
@@ -31,6 +32,7 @@ const char* finish_reason_name(FinishReason r) {
 Engine::Engine(const Config& config)
     : stack_(std::make_unique<RuntimeStack>(config)),
       seed_rng_(config.runtime.seed),
+      constraints_(*stack_->tokenizer),
       metrics_(stack_->max_model_len) {
   info_.name = config.model.name;
   info_.max_model_len = stack_->max_model_len;
@@ -172,6 +174,7 @@ RequestState& Engine::admit(std::unique_ptr<RequestState> req) {
   groups_[req->group].push_back(id);
   auto& slot = requests_[id];
   slot = std::move(req);
+  if (slot->sampling.grammar) slot->constraint = constraints_.start(slot->sampling.grammar);
   metrics_.on_arrival(id, slot->arrival_time_us);
   try {
     stack_->scheduler_add(slot->view());
@@ -229,15 +232,36 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
 }
 
 void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us) {
-  const int32_t token = stack_->sample(row, req.sampling, req.rng);
+  std::span<const float> allowed = row;
+  if (req.constraint) {
+    if (!req.constraint->mask(row, masked_row_)) {
+      finish(req, FinishReason::kError, "grammar: no token of the vocabulary can continue the output");
+      return;
+    }
+    allowed = masked_row_;
+  }
+  const int32_t token = stack_->sample(allowed, req.sampling, req.rng);
+  if (req.constraint && !req.constraint->accept(token)) {
+    finish(req, FinishReason::kError, "grammar: the model gives every token the grammar allows no probability");
+    return;
+  }
   std::vector<RowLogprobs> logprobs;
   if (req.sampling.logprobs) {
     logprobs.emplace_back();
     Sampler::logprobs(row, token, *req.sampling.logprobs, logprobs.back());
   }
   req.token_ids.push_back(token);
+  std::vector<int32_t> emitted{token};
+  if (req.constraint) {
+    // Forced tokens have no logits row of their own, so none when logprobs are asked for.
+    if (!req.sampling.logprobs) {
+      const int32_t room = std::min(req.sampling.max_tokens - req.num_generated(), info_.max_model_len - req.num_tokens());
+      req.constraint->append_forced(emitted, room);
+      req.token_ids.insert(req.token_ids.end(), emitted.begin() + 1, emitted.end());
+    }
+  }
   metrics_.on_token(req.id, sampled_us);
-  emit(req, {token}, std::move(logprobs));
+  emit(req, std::move(emitted), std::move(logprobs));
 }
 
 void Engine::fork_choices(RequestState& parent, std::span<const float> row, int64_t schedule_us,
@@ -288,8 +312,10 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vecto
   }
   const bool at_limit = req.num_generated() >= req.sampling.max_tokens ||
                         req.num_tokens() >= info_.max_model_len;
-  if (!finish_reason && at_limit) {
-    finish_reason = FinishReason::kLength;
+  // A finished grammar ends the output (stop) even when the limit is reached with it.
+  const bool grammar_done = req.constraint && req.constraint->is_finished();
+  if (!finish_reason && (at_limit || grammar_done)) {
+    finish_reason = grammar_done ? FinishReason::kStop : FinishReason::kLength;
     text += req.detokenizer.flush();
   }
   StopChecker::Result checked = req.stop_checker.push(text);

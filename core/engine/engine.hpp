@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/config/config.hpp"
+#include "core/engine/constraint_state.hpp"
 #include "core/engine/engine_api.hpp"
 #include "core/engine/request_metrics.hpp"
 #include "core/engine/request_state.hpp"
@@ -72,6 +73,8 @@ class Engine final : public EngineInterface {
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> groups_;  // submitted id -> live choice ids
   std::vector<float> logits_;  // [n_sampled, vocab]
+  ConstraintRegistry constraints_;
+  std::vector<float> masked_row_;  // [vocab]: a constrained request's row after its mask
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,7 @@ namespace loom {
 
 class ChatTemplate;
 class Tokenizer;
+struct Grammar;
 
 struct SamplingParams {
   float temperature = 1.0f;       // 0 = greedy
@@ -29,6 +31,8 @@ struct SamplingParams {
   // Set: every sampled token comes with its log-probability and the `*logprobs` most likely
   // alternatives (0..kMaxLogprobs), from the raw logits (before temperature and filters).
   std::optional<int32_t> logprobs;
+  // Set: every token is chosen among those the grammar allows (core/engine/constraint_state.hpp).
+  std::shared_ptr<const Grammar> grammar;
 };
 
 inline constexpr int32_t kMaxLogprobs = 20;

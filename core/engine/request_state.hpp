@@ -7,6 +7,7 @@
 #include <random>
 #include <vector>
 
+#include "core/engine/constraint_state.hpp"
 #include "core/engine/engine_api.hpp"
 #include "core/engine/stop_checker.hpp"
 #include "core/tokenizer/incremental_detokenizer.hpp"
@@ -43,6 +44,7 @@ struct RequestState {
   std::mt19937_64 rng;
   IncrementalDetokenizer detokenizer;
   StopChecker stop_checker;
+  std::unique_ptr<ConstraintState> constraint;  // set when sampling.grammar is
 };
 
 }  // namespace loom

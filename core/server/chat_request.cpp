@@ -1,6 +1,7 @@
 #include "core/server/chat_request.hpp"
 
 #include "core/server/api_error.hpp"
+#include "core/server/structured_output_request.hpp"
 
 namespace loom {
 namespace {
@@ -62,6 +63,7 @@ ChatRequest parse_chat_request(std::string_view body) {
   const Json json = parse_json_object(body);
   ChatRequest out;
   out.params = parse_generation_params(json, /*chat=*/true);
+  out.params.sampling.grammar = parse_structured_output(json, body);
   const auto it = json.find("messages");
   if (it == json.end() || it->is_null()) throw bad_field("messages", "'messages' is required");
   if (!it->is_array()) {

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "core/server/api_error.hpp"
+#include "core/server/structured_output_request.hpp"
 
 namespace loom {
 namespace {
@@ -57,6 +58,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
   const Json json = parse_json_object(body);
   CompletionRequest out;
   out.params = parse_generation_params(json, /*chat=*/false);
+  out.params.sampling.grammar = parse_structured_output(json, body);
   read_prompt(json, out);
   return out;
 }

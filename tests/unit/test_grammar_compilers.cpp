@@ -1,0 +1,200 @@
+// The compilers to GBNF (JSON Schema, json_object, regex, choice): documents valid under the
+// source accepted, invalid ones rejected, refusals named.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/grammar/gbnf_text.hpp"
+#include "core/grammar/json_schema_grammar.hpp"
+#include "core/grammar/regex_grammar.hpp"
+#include "tests/unit/grammar_support.hpp"
+
+namespace loom::test {
+namespace {
+
+using OJson = nlohmann::ordered_json;
+
+std::shared_ptr<const Grammar> schema(const char* text) { return gbnf(json_schema_grammar(OJson::parse(text))); }
+
+std::string schema_error(const char* text) {
+  return error_of([&] { json_schema_grammar(OJson::parse(text)); });
+}
+
+TEST(GrammarJsonSchema, ObjectWithRequiredOptionalAndBounds) {
+  const auto g = schema(R"({"type": "object", "properties": {
+      "name": {"type": "string", "maxLength": 4},
+      "age": {"type": "integer", "minimum": 0, "maximum": 120},
+      "tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2},
+      "ok": {"type": "boolean"}},
+    "required": ["name", "age"], "additionalProperties": false})");
+  EXPECT_TRUE(full_match(g, R"({"name":"Bo","age":42})"));
+  EXPECT_TRUE(full_match(g, R"({"name":"","age":120,"tags":["a","b"],"ok":true})"));
+  EXPECT_TRUE(full_match(g, "{ \"name\": \"\\u00e9\\n\",\n  \"age\": 0, \"ok\": false }"));
+  EXPECT_TRUE(full_match(g, R"({"name":"Bo","age":7,"tags":[]})"));
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo"})"));                 // age is required
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":121})"));       // above maximum
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":-1})"));        // below minimum
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":042})"));       // not JSON
+  EXPECT_FALSE(full_match(g, R"({"name":"Bobby","age":1})"));      // maxLength
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":1,"x":1})"));   // additionalProperties
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":1,"tags":["c"]})"));
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":1,"tags":["a","a","a"]})"));
+  EXPECT_FALSE(full_match(g, R"({"name":"Bo","age":1,})"));
+  EXPECT_FALSE(full_match(g, R"({"age":1,"name":"Bo"})"));  // properties are written in schema order
+}
+
+TEST(GrammarJsonSchema, AllOptionalAndAdditionalProperties) {
+  const auto g = schema(R"({"properties": {"a": {"type": "integer"}, "b": {"type": "null"}}, "additionalProperties": {"type": "boolean"}})");
+  EXPECT_TRUE(full_match(g, "{}"));
+  EXPECT_TRUE(full_match(g, R"({"b":null})"));
+  EXPECT_TRUE(full_match(g, R"({"a":-5,"b":null,"zz":true})"));
+  EXPECT_TRUE(full_match(g, R"({"zz":true,"y":false})"));
+  EXPECT_FALSE(full_match(g, R"({"zz":1})"));
+  EXPECT_FALSE(full_match(g, R"({"b":null,"a":1})"));
+}
+
+TEST(GrammarJsonSchema, IntegerRangesAreExact) {
+  const std::vector<std::pair<std::optional<int64_t>, std::optional<int64_t>>> cases = {
+      {0, 9}, {5, 123}, {-37, 250}, {-250, -37}, {17, std::nullopt}, {-17, std::nullopt},
+      {std::nullopt, 88}, {std::nullopt, -88}, {100, 100}, {0, 0}};
+  for (const auto& [lo, hi] : cases) {
+    OJson s = {{"type", "integer"}};
+    if (lo) s["minimum"] = *lo;
+    if (hi) s["maximum"] = *hi;
+    const auto g = gbnf(json_schema_grammar(s));
+    for (int v = -400; v <= 400; ++v) {
+      const bool in = (!lo || v >= *lo) && (!hi || v <= *hi);
+      ASSERT_EQ(full_match(g, std::to_string(v)), in) << s.dump() << " v=" << v;
+    }
+    EXPECT_FALSE(full_match(g, "-0"));
+    EXPECT_FALSE(full_match(g, "01"));
+  }
+  const auto ex = schema(R"({"type": "integer", "exclusiveMinimum": 3, "exclusiveMaximum": 6})");
+  EXPECT_FALSE(full_match(ex, "3"));
+  EXPECT_TRUE(full_match(ex, "4"));
+  EXPECT_TRUE(full_match(ex, "5"));
+  EXPECT_FALSE(full_match(ex, "6"));
+}
+
+TEST(GrammarJsonSchema, RefsDefsAnyOfConstAndFormats) {
+  const auto tree = schema(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
+      "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+      "required": ["v"], "additionalProperties": false}}})");
+  EXPECT_TRUE(full_match(tree, R"({"v":1,"kids":[{"v":2},{"v":3,"kids":[{"v":4}]}]})"));
+  EXPECT_FALSE(full_match(tree, R"({"v":1,"kids":[{"w":2}]})"));
+  const auto any = schema(R"({"anyOf": [{"type": "string"}, {"type": "null"}, {"const": {"k": [1]}}]})");
+  EXPECT_TRUE(full_match(any, "\"x\""));
+  EXPECT_TRUE(full_match(any, "null"));
+  EXPECT_TRUE(full_match(any, R"({"k":[1]})"));
+  EXPECT_FALSE(full_match(any, "1"));
+  const auto types = schema(R"({"type": ["integer", "boolean"]})");
+  EXPECT_TRUE(full_match(types, "12"));
+  EXPECT_TRUE(full_match(types, "true"));
+  EXPECT_FALSE(full_match(types, "1.5"));
+  const auto date = schema(R"({"type": "string", "format": "date-time"})");
+  EXPECT_TRUE(full_match(date, "\"2024-02-29T23:59:60Z\"") == false);  // seconds go to 59
+  EXPECT_TRUE(full_match(date, "\"2024-02-29T23:59:59.5+01:00\""));
+  EXPECT_FALSE(full_match(date, "\"2024-13-01T00:00:00Z\""));
+  const auto uuid = schema(R"({"type": "string", "format": "uuid"})");
+  EXPECT_TRUE(full_match(uuid, "\"123e4567-e89b-12d3-a456-426614174000\""));
+  EXPECT_FALSE(full_match(uuid, "\"123e4567-e89b-12d3-a456-42661417400\""));
+  const auto email = schema(R"({"type": "string", "format": "email"})");
+  EXPECT_TRUE(full_match(email, "\"a.b@example.com\""));
+  EXPECT_FALSE(full_match(email, "\"a.b@example\""));
+  const auto num = schema(R"({"type": "number"})");
+  EXPECT_TRUE(full_match(num, "-0.5e+10"));
+  EXPECT_FALSE(full_match(num, ".5"));
+}
+
+TEST(GrammarJsonSchema, PatternsAndLengths) {
+  const auto anchored = schema(R"({"type": "string", "pattern": "^[a-z]{2}\\d$"})");
+  EXPECT_TRUE(full_match(anchored, "\"ab1\""));
+  EXPECT_FALSE(full_match(anchored, "\"ab\""));
+  EXPECT_FALSE(full_match(anchored, "\"xab1\""));
+  const auto search = schema(R"({"type": "string", "pattern": "q\"u"})");
+  EXPECT_TRUE(full_match(search, "\"xxq\\\"uyy\""));
+  EXPECT_FALSE(full_match(search, "\"xxquyy\""));
+  const auto len = schema(R"({"type": "string", "minLength": 2, "maxLength": 3})");
+  EXPECT_FALSE(full_match(len, "\"a\""));
+  EXPECT_TRUE(full_match(len, "\"a\\\"\""));
+  EXPECT_TRUE(full_match(len, "\"\xC3\xA9\xC3\xA9\xC3\xA9\""));  // characters, not bytes
+  EXPECT_FALSE(full_match(len, "\"abcd\""));
+}
+
+TEST(GrammarJsonSchema, JsonObject) {
+  const auto g = gbnf(json_object_grammar());
+  EXPECT_TRUE(full_match(g, R"({"a": [1, 2.5, {"b": null}], "c": "d\u0041"})"));
+  EXPECT_TRUE(full_match(g, "{}"));
+  EXPECT_FALSE(full_match(g, "[1]"));
+  EXPECT_FALSE(full_match(g, R"({"a": tru})"));
+  EXPECT_FALSE(full_match(g, R"({"a" 1})"));
+}
+
+TEST(GrammarJsonSchema, RefusalsNameTheKeyword) {
+  EXPECT_EQ(schema_error(R"({"type": "string", "foo": 1})"), "schema: unsupported JSON Schema keyword 'foo'");
+  EXPECT_EQ(schema_error(R"({"properties": {"a": {"type": "array", "uniqueItems": true}}})"),
+            "properties.a: unsupported JSON Schema keyword 'uniqueItems'");
+  EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0})"),
+            "minimum: bounds on type 'number' are not supported (only on 'integer')");
+  EXPECT_EQ(schema_error(R"({"$ref": "#/$defs/missing"})"), "$ref: '#/$defs/missing' does not point into the schema");
+  EXPECT_EQ(schema_error(R"({"$ref": "http://x/y.json"})"),
+            "$ref: only references inside the schema ('#...') are supported, got 'http://x/y.json'");
+  EXPECT_EQ(schema_error(R"({"type": "string", "format": "ipv4"})"), "format: unsupported string format 'ipv4'");
+  EXPECT_EQ(schema_error(R"({"type": "widget"})"), "type: unknown type 'widget'");
+  EXPECT_EQ(schema_error(R"({"type": "string", "pattern": "(a)\\1"})"),
+            "pattern: regex offset 3: backreference '\\1' is not supported");
+  EXPECT_EQ(schema_error(R"({"required": ["x"], "properties": {}})"), "required: 'x' is required but not in properties");
+  EXPECT_EQ(schema_error("false"), "schema: the schema 'false' matches no value");
+  EXPECT_EQ(schema_error(R"({"not": {}})"), "schema: unsupported JSON Schema keyword 'not'");
+}
+
+TEST(GrammarRegex, FullMatchSemantics) {
+  auto re = [](const char* r) { return gbnf(regex_grammar(r)); };
+  EXPECT_TRUE(full_match(re("a|bc"), "bc"));
+  EXPECT_FALSE(full_match(re("a|bc"), "abc"));
+  EXPECT_TRUE(full_match(re("[a-c]+x?"), "abcax"));
+  EXPECT_FALSE(full_match(re("[a-c]+x?"), "x"));
+  EXPECT_TRUE(full_match(re("\\d{3}-\\d{2,}"), "123-4567"));
+  EXPECT_FALSE(full_match(re("\\d{3}-\\d{2,}"), "123-4"));
+  EXPECT_TRUE(full_match(re("(ab)*c"), "ababc"));
+  EXPECT_TRUE(full_match(re("(?:ab)+?c"), "abc"));
+  EXPECT_TRUE(full_match(re("(?P<n>x)(?<m>y)"), "xy"));
+  EXPECT_TRUE(full_match(re("^a.c$"), "a\xC3\xA9" "c"));
+  EXPECT_FALSE(full_match(re("a.c"), "a\nc"));
+  EXPECT_TRUE(full_match(re("[^a-z\\d]\\s\\W"), "A\t!"));
+  EXPECT_FALSE(full_match(re("[^a-z\\d]"), "5"));
+  EXPECT_TRUE(full_match(re("\\.\\*\\x41\\u00e9[\\]-]{2}"), ".*A\xC3\xA9]-"));
+  EXPECT_TRUE(full_match(re("a{,2}"), "a{,2}"));  // not a quantifier: literal, as in Python
+  EXPECT_TRUE(full_match(re("(|x)y"), "y"));
+}
+
+TEST(GrammarRegex, RefusalsNameTheConstruct) {
+  auto err = [](const char* r) { return error_of([&] { regex_grammar(r); }); };
+  EXPECT_EQ(err("(a)\\1"), "regex offset 3: backreference '\\1' is not supported");
+  EXPECT_EQ(err("(?=a)b"), "regex offset 0: lookahead '(?=' is not supported");
+  EXPECT_EQ(err("(?<!a)b"), "regex offset 0: lookbehind '(?<!' is not supported");
+  EXPECT_EQ(err("a\\bc"), "regex offset 1: word boundary '\\b' is not supported");
+  EXPECT_EQ(err("a^b"), "regex offset 1: '^' is only supported at the start of the regex");
+  EXPECT_EQ(err("a$b"), "regex offset 1: '$' is only supported at the end of the regex");
+  EXPECT_EQ(err("(?i)a"), "regex offset 0: inline flags or group extensions '(?i' are not supported");
+  EXPECT_EQ(err("(ab"), "regex offset 0: unbalanced '('");
+  EXPECT_EQ(err("ab)"), "regex offset 2: unbalanced ')'");
+  EXPECT_EQ(err("*a"), "regex offset 0: nothing to repeat");
+  EXPECT_EQ(err("a**"), "regex offset 0: nothing to repeat");
+  EXPECT_EQ(err("a++"), "regex offset 2: possessive quantifiers are not supported");
+  EXPECT_EQ(err("[b-a]"), "regex offset 0: character range is out of order");
+  EXPECT_EQ(err("[ab"), "regex offset 0: unterminated character class");
+}
+
+TEST(GrammarChoice, ExactlyOneOfTheStrings) {
+  const auto g = gbnf(choice_grammar({"yes", "no", "maybe \"so\"", "\xC3\xA9"}));
+  EXPECT_TRUE(full_match(g, "yes"));
+  EXPECT_TRUE(full_match(g, "maybe \"so\""));
+  EXPECT_TRUE(full_match(g, "\xC3\xA9"));
+  EXPECT_FALSE(full_match(g, "ye"));
+  EXPECT_FALSE(full_match(g, "yesno"));
+  EXPECT_EQ(error_of([] { choice_grammar({}); }), "the choice list is empty");
+}
+
+}  // namespace
+}  // namespace loom::test
