@@ -1,5 +1,6 @@
 #include "core/engine/runtime_stack.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
@@ -45,11 +46,25 @@ ForwardPlugins create_forward_plugins(PluginHost& host, const PluginSpec& attent
                                              .n_heads = hparams.n_heads,
                                              .n_kv_heads = hparams.n_kv_heads,
                                              .head_dim = hparams.head_dim,
-                                             .scale = 1.0f / std::sqrt(static_cast<float>(hparams.head_dim)),
+                                             .scale = hparams.softmax_scale(),
                                              .kv_dtype = kv_dtype,
                                              .block_size = block_size,
                                              .device = cpu};
   out.attention = host.create(attention, &attn_args);
+  // Attention 1.2: a model with sliding-window layers runs only where the plugin declares them.
+  if (hparams.has_windowed_layers() &&
+      !sdk::present(out.attention->vtable<loom_attention_vtable>(), &loom_attention_vtable::forward_window)) {
+    int32_t windowed = 0, window = 0;
+    for (int32_t l = 0; l < hparams.n_layers; ++l) {
+      windowed += hparams.window_of(l) > 0 ? 1 : 0;
+      window = std::max(window, hparams.window_of(l));
+    }
+    throw Error("attention plugin \"" + attention.name + "\" cannot run this " + hparams.architecture + " model: " +
+                    std::to_string(windowed) + " of its " + std::to_string(hparams.n_layers) +
+                    " layers use sliding-window attention (window " + std::to_string(window) + ") and the plugin does not declare it (forward_window, attention interface 1.2; "
+                    "naive and flash_cpu do)",
+                LOOM_ERR_UNSUPPORTED);
+  }
   const loom_quantization_create_args quant_args{.struct_size = sizeof(loom_quantization_create_args), .device = cpu};
   out.quantization = host.create(quantization, &quant_args);
   return out;

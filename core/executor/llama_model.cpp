@@ -1,6 +1,7 @@
 #include "core/executor/llama_model.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 
 #include "core/common/error.hpp"
@@ -53,6 +54,38 @@ loom_tensor_view expect_matrix(const GgufFile& file, const std::string& name, in
   return expect(file, name, {rows, cols});
 }
 
+// Interleaved local/global layers (Gemma 3): which layers are windowed, from the period (or the
+// per-layer booleans) of <arch>.attention.sliding_window_pattern, and the local RoPE base.
+void read_local_layers(const GgufFile& file, const ArchSpec& arch, LlamaHparams& hp) {
+  const std::string a = hp.architecture + ".";
+  const int32_t window = hp.sliding_window;
+  hp.sliding_window = 0;  // not Mistral's every-layer window
+  if (window <= 0) return;  // no window stated: every layer global
+  hp.layer_window.assign(static_cast<size_t>(hp.n_layers), 0);
+  const std::string key = a + "attention.sliding_window_pattern";
+  const GgufValue* pattern = file.find(key);
+  if (pattern != nullptr && pattern->type == GgufValueType::kArray) {
+    const GgufArray& flags = pattern->as_array();
+    if (flags.items.size() != static_cast<size_t>(hp.n_layers))
+      throw Error(file.path() + ": " + key + " has " + std::to_string(flags.items.size()) + " entries for " +
+                  std::to_string(hp.n_layers) + " layers");
+    for (int32_t l = 0; l < hp.n_layers; ++l)
+      if (flags.items[static_cast<size_t>(l)].as_bool()) hp.layer_window[static_cast<size_t>(l)] = window;
+  } else {
+    const int64_t period = pattern != nullptr ? pattern->as_int() : arch.local_period;
+    if (period < 0) throw Error(file.path() + ": " + key + " = " + std::to_string(period) + " must not be negative");
+    // Period p: layers p-1, 2p-1, ... are global, the others local (0: every layer local).
+    for (int32_t l = 0; l < hp.n_layers; ++l)
+      if (period == 0 || l % period < period - 1) hp.layer_window[static_cast<size_t>(l)] = window;
+  }
+  hp.rope_freq_base_local = static_cast<float>(file.get_float(a + "rope.freq_base_swa", arch.local_rope_base));
+  if (!(hp.rope_freq_base_local > 0.0f)) throw Error(file.path() + ": " + a + "rope.freq_base_swa must be positive");
+  // Gemma 3 27B scales queries by 1/sqrt(dim / heads) rather than 1/sqrt(head_dim) (llama.cpp and
+  // gemma_pytorch key it on that size, 62 layers); every other size has query_pre_attn_scalar = head_dim.
+  if (hp.architecture == "gemma3" && hp.n_layers == 62)
+    hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.dim / hp.n_heads));
+}
+
 }  // namespace
 
 std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp) {
@@ -63,6 +96,21 @@ std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp) {
     inv[i] /= f;
   }
   return inv;
+}
+
+bool LlamaHparams::has_windowed_layers() const {
+  for (int32_t w : layer_window)
+    if (w > 0) return true;
+  return false;
+}
+
+float LlamaHparams::softmax_scale() const {
+  return attention_scale > 0.0f ? attention_scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+}
+
+std::vector<double> llama_rope_inv_freq_local(const LlamaHparams& hp) {
+  const double base = hp.rope_freq_base_local > 0.0f ? hp.rope_freq_base_local : hp.rope_freq_base;
+  return rope_inv_freq(hp.rope_dim, base, RopeScaling{});
 }
 
 loom_tensor_view gguf_tensor_view(const GgufTensorInfo& info) {
@@ -92,6 +140,8 @@ LlamaHparams read_llama_hparams(const GgufFile& file) {
   hp.qkv_bias = arch->qkv_bias;
   hp.qk_norm = arch->qk_norm;
   hp.rope_style = arch->gguf_rope;
+  hp.norms = arch->norms;
+  hp.mlp = arch->mlp;
   const std::string a = hp.architecture + ".";
   hp.dim = required_int(file, a + "embedding_length");
   hp.n_layers = required_int(file, a + "block_count");
@@ -121,6 +171,10 @@ LlamaHparams read_llama_hparams(const GgufFile& file) {
   hp.rms_eps = static_cast<float>(file.get_float(a + "attention.layer_norm_rms_epsilon", 1e-5));
   // Mistral-style GGUFs state their attention window; the runtime caps the context to it.
   hp.sliding_window = static_cast<int32_t>(std::clamp<int64_t>(file.get_int(a + "attention.sliding_window", 0), 0, INT32_MAX));
+  if (arch->local_period > 0) read_local_layers(file, *arch, hp);
+  if (arch->embed_scale_sqrt_dim) hp.embed_scale = std::sqrt(static_cast<float>(hp.dim));
+  hp.final_logit_softcap = static_cast<float>(file.get_float(a + "final_logit_softcapping", 0.0));
+  if (hp.final_logit_softcap < 0.0f) throw Error(file.path() + ": " + a + "final_logit_softcapping must not be negative");
   if (!(hp.rope_freq_base > 0.0f)) throw Error(file.path() + ": " + a + "rope.freq_base must be positive");
   if (!(hp.rms_eps > 0.0f)) throw Error(file.path() + ": " + a + "attention.layer_norm_rms_epsilon must be positive");
   RopeScaling& rs = hp.rope_scaling;
@@ -175,6 +229,10 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
       lw.k_norm = expect(file, p + "attn_k_norm.weight", {hp.head_dim});
     }
     lw.ffn_norm = expect(file, p + "ffn_norm.weight", {dim});
+    if (hp.norms == NormPlacement::kSandwich) {
+      lw.post_attn_norm = expect(file, p + "post_attention_norm.weight", {dim});
+      lw.post_ffn_norm = expect(file, p + "post_ffw_norm.weight", {dim});
+    }
     lw.w_gate = expect_matrix(file, p + "ffn_gate.weight", hp.ffn_dim, dim);
     lw.w_up = expect_matrix(file, p + "ffn_up.weight", hp.ffn_dim, dim);
     lw.w_down = expect_matrix(file, p + "ffn_down.weight", dim, hp.ffn_dim);

@@ -32,8 +32,28 @@ struct LlamaHparams {
   RopeStyle rope_style = RopeStyle::kInterleaved;
   RopeScaling rope_scaling;          // <arch>.rope.scaling.* / config.json rope_scaling
   std::vector<float> rope_freq_factors;  // rope_freqs.weight: inv_freq[i] / factor[i] (GGUF llama3)
-  int32_t sliding_window = 0;        // Mistral; 0: none
+  int32_t sliding_window = 0;        // Mistral (every layer); 0: none
+  // The family's blocks (ArchSpec) and this checkpoint's values for them.
+  NormPlacement norms = NormPlacement::kPre;
+  GatedActivation mlp = GatedActivation::kSilu;
+  float embed_scale = 1.0f;          // embedding rows x this (Gemma: sqrt(dim))
+  float attention_scale = 0.0f;      // softmax scale of q.k; 0: 1 / sqrt(head_dim)
+  float final_logit_softcap = 0.0f;  // <arch>.final_logit_softcapping: cap * tanh(logit / cap); 0: none
+  // [n_layers] each layer's sliding window (local layers of interleaved families); empty or 0:
+  // full causal attention. Mistral's window is sliding_window above, not this.
+  std::vector<int32_t> layer_window;
+  float rope_freq_base_local = 0.0f;  // <arch>.rope.freq_base_swa: RoPE base of windowed layers
+
+  bool has_windowed_layers() const;
+  int32_t window_of(int32_t layer) const {
+    return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)];
+  }
+  float softmax_scale() const;
 };
+
+// The RoPE inverse frequencies of a windowed (local) layer: rope_freq_base_local for the base,
+// without the global layers' scaling or factors (Gemma 3 scales only its global layers).
+std::vector<double> llama_rope_inv_freq_local(const LlamaHparams& hp);
 
 // The RoPE inverse frequencies [rope_dim / 2] these hparams describe (scaling and factors applied).
 std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp);
@@ -55,6 +75,7 @@ struct LlamaLayerWeights {
   // Present (data != nullptr) only when the family has them.
   loom_tensor_view bq{}, bk{}, bv{};  // [n_heads * head_dim], [n_kv_heads * head_dim] x2
   loom_tensor_view q_norm{}, k_norm{};  // [head_dim]
+  loom_tensor_view post_attn_norm{}, post_ffn_norm{};  // [dim]; NormPlacement::kSandwich
 };
 
 // Non-owning: every view points into the GgufFile, which must outlive this.

@@ -16,16 +16,17 @@ const ArchSpec* find_arch_by_name(const std::string& gguf_arch) {
 
 const ArchSpec* find_arch_by_hf(const std::string& hf_class, const std::string& hf_type) {
   for (const ArchSpec& a : kArchitectures)
-    if (hf_class == a.hf_class) return &a;
+    if (*a.hf_class != '\0' && hf_class == a.hf_class) return &a;
   if (hf_class.empty())
     for (const ArchSpec& a : kArchitectures)
-      if (hf_type == a.hf_type) return &a;
+      if (*a.hf_type != '\0' && hf_type == a.hf_type) return &a;
   return nullptr;
 }
 
 std::string supported_architectures(bool with_hf) {
   std::string s;
   for (const ArchSpec& a : kArchitectures) {
+    if (with_hf && *a.hf_class == '\0') continue;  // GGUF-only families
     s += (s.empty() ? "" : ", ") + std::string(with_hf ? a.hf_class : a.name);
   }
   return s;

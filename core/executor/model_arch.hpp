@@ -1,6 +1,12 @@
-// The decoder families Loom runs, as a table of layer options over one forward pass (pre-norm
-// RMSNorm, rotary attention with grouped KV heads, SwiGLU MLP): what differs between Llama,
-// Mistral, Qwen2 and Qwen3 is a flag here, never a copy of the forward.
+// The decoder families Loom runs, as a table of block declarations over one forward pass (RMSNorm,
+// rotary attention with grouped KV heads, a gated MLP): what differs between Llama, Mistral,
+// Qwen2, Qwen3 and Gemma 3 is a field of their row here, never a copy of the forward.
+//
+// Adding a family is adding a row: name it as GGUF and config.json do, then declare its blocks —
+// where the norms sit (kNormPre, or kNormSandwich with a second norm after each sublayer), the
+// attention variant (q/k/v bias, QK-norm, the pattern of sliding-window layers and their RoPE
+// base), the MLP activation, and whether the embedding is scaled. A block the table cannot say yet
+// (MoE experts, parallel attention+MLP) is one new field here and one branch in the forward.
 #pragma once
 
 #include <cstdint>
@@ -15,14 +21,34 @@ enum class RopeStyle {
   kNeox,         // (x[i], x[i + rope_dim/2]): Hugging Face rotate_half, GGUF qwen2/qwen3
 };
 
+// Where a layer's RMSNorms sit around its two sublayers (attention, MLP).
+enum class NormPlacement {
+  kPre,       // x += f(norm(x)): Llama
+  kSandwich,  // x += post_norm(f(pre_norm(x))): Gemma 2/3 (post_attention_norm, post_ffw_norm)
+};
+
+// The elementwise half of the gated MLP: down(act(gate(x)) * up(x)).
+enum class GatedActivation {
+  kSilu,      // SwiGLU
+  kGeluTanh,  // GeGLU with the tanh approximation of GELU (Gemma's gelu_pytorch_tanh)
+};
+
 struct ArchSpec {
   const char* name;        // GGUF general.architecture, and Loom's name for the family
-  const char* hf_class;    // config.json "architectures"[0]
+  const char* hf_class;    // config.json "architectures"[0]; "" when Loom reads it from GGUF only
   const char* hf_type;     // config.json "model_type"
   const char* gguf_arch;   // what loom-convert writes (llama.cpp's name for the family)
   bool qkv_bias;           // q/k/v projections carry a bias (Qwen2)
-  bool qk_norm;            // RMSNorm over each q and k head before RoPE (Qwen3)
+  bool qk_norm;            // RMSNorm over each q and k head before RoPE (Qwen3, Gemma 3)
   RopeStyle gguf_rope;     // pairing of GGUF-stored q/k weights for this family
+  NormPlacement norms = NormPlacement::kPre;
+  GatedActivation mlp = GatedActivation::kSilu;
+  bool embed_scale_sqrt_dim = false;  // embedding rows are multiplied by sqrt(dim) (Gemma)
+  // Interleaved local (sliding-window) and global layers: with <arch>.attention.sliding_window
+  // set, layer l is local unless l % period == period - 1 (default for the GGUF key
+  // <arch>.attention.sliding_window_pattern); 0: the window, if any, is Mistral's, on every layer.
+  int32_t local_period = 0;
+  double local_rope_base = 0.0;  // RoPE base of local layers (default for <arch>.rope.freq_base_swa)
 };
 
 inline constexpr ArchSpec kArchitectures[] = {
@@ -30,6 +56,11 @@ inline constexpr ArchSpec kArchitectures[] = {
     {"mistral", "MistralForCausalLM", "mistral", "llama", false, false, RopeStyle::kInterleaved},
     {"qwen2", "Qwen2ForCausalLM", "qwen2", "qwen2", true, false, RopeStyle::kNeox},
     {"qwen3", "Qwen3ForCausalLM", "qwen3", "qwen3", false, true, RopeStyle::kNeox},
+    // Gemma 3 text: sandwich norms (GGUF stores Gemma's (1 + w) already added), QK-norm, GeGLU,
+    // embedding x sqrt(dim), five local layers of window 512 (RoPE base 10000) per global one.
+    {.name = "gemma3", .hf_class = "", .hf_type = "", .gguf_arch = "gemma3", .qkv_bias = false, .qk_norm = true,
+     .gguf_rope = RopeStyle::kNeox, .norms = NormPlacement::kSandwich, .mlp = GatedActivation::kGeluTanh,
+     .embed_scale_sqrt_dim = true, .local_period = 6, .local_rope_base = 10000.0},
 };
 
 // The row whose name (GGUF) or hf_class / hf_type (config.json) matches; nullptr when none.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <span>
 #include <string>
@@ -93,8 +94,16 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
       threads_(threads),
       rope_(w.hparams.head_dim, llama_rope_inv_freq(w.hparams), w.hparams.rope_style == RopeStyle::kNeox,
             rope_attention_factor(w.hparams.rope_scaling)),
+      rope_local_(w.hparams.head_dim,
+                  w.hparams.has_windowed_layers() ? llama_rope_inv_freq_local(w.hparams) : llama_rope_inv_freq(w.hparams),
+                  w.hparams.rope_style == RopeStyle::kNeox,
+                  w.hparams.has_windowed_layers() ? 1.0 : rope_attention_factor(w.hparams.rope_scaling)),
       token_embd_(w.token_embd) {
   if (attn_.vt == nullptr || attn_.vt->forward == nullptr) throw Error("model executor: no attention plugin");
+  if (w.hparams.has_windowed_layers() && !sdk::present(*attn_.vt, &loom_attention_vtable::forward_window))
+    throw Error("model executor: " + w.hparams.architecture + " has sliding-window layers and the attention plugin "
+                "does not offer sliding-window attention (forward_window, attention interface 1.2)",
+                LOOM_ERR_UNSUPPORTED);
   if (quant_.vt == nullptr || quant_.vt->linear == nullptr || quant_.vt->prepare_weight == nullptr)
     throw Error("model executor: no quantization plugin");
   const KvPoolShape& ps = pool.shape();
@@ -109,6 +118,11 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
       Layer layer;
       layer.attn_norm = to_f32(lw.attn_norm, layer_name(l, "attn_norm.weight"));
       layer.ffn_norm = to_f32(lw.ffn_norm, layer_name(l, "ffn_norm.weight"));
+      if (hp_.norms == NormPlacement::kSandwich) {
+        layer.post_attn_norm = to_f32(lw.post_attn_norm, layer_name(l, "post_attention_norm.weight"));
+        layer.post_ffn_norm = to_f32(lw.post_ffn_norm, layer_name(l, "post_ffw_norm.weight"));
+      }
+      layer.window = hp_.window_of(l);
       if (hp_.qkv_bias) {
         layer.bq = to_f32(lw.bq, layer_name(l, "attn_q.bias"));
         layer.bk = to_f32(lw.bk, layer_name(l, "attn_k.bias"));
@@ -269,6 +283,7 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
   ThreadPool* pool = &threads_;
 
   cpu::embedding(token_embd_, batch.token_ids, x, pool);
+  if (hp_.embed_scale != 1.0f) cpu::scale_inplace(x, hp_.embed_scale, T * dim, pool);  // Gemma: x sqrt(dim)
   const loom_attention_batch ab = batch.attention();
   const loom_tensor_view qv = f32_view(q, {T, H, D});
   const loom_tensor_view kv = f32_view(k, {T, KVH, D});
@@ -277,9 +292,12 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
 
   // Attention interface 1.1: RoPE of K fused into the plugin's cache write, when it offers that.
   const bool fused_rope_k = sdk::present(*attn_.vt, &loom_attention_vtable::forward_rope_k);
-  const loom_rope rope = rope_.view();
+  const loom_rope rope_global = rope_.view(), rope_local = rope_local_.view();
+  const bool has_window = sdk::present(*attn_.vt, &loom_attention_vtable::forward_window);
   for (int32_t l = 0; l < hp_.n_layers; ++l) {
     const Layer& L = layers_[static_cast<size_t>(l)];
+    const cpu::RotaryEmbedding& rot = L.window > 0 ? rope_local_ : rope_;
+    const loom_rope& rope = L.window > 0 ? rope_local : rope_global;
     // Attention sublayer: x += Wo · attn(rope(Wq·n(x)), rope(Wk·n(x)), Wv·n(x)). After the first
     // layer, xn = n(x) was made by the previous layer's fused residual add.
     if (l == 0) cpu::rmsnorm(x, dim, L.attn_norm.data(), xn, dim, T, dim, hp_.rms_eps, pool);
@@ -294,14 +312,17 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
       cpu::rmsnorm(q, D, L.q_norm.data(), q, D, T * H, D, hp_.rms_eps, pool);
       cpu::rmsnorm(k, D, L.k_norm.data(), k, D, T * KVH, D, hp_.rms_eps, pool);
     }
-    rope_.apply(q, T, H, H * D, batch.positions.data(), pool);
+    rot.apply(q, T, H, H * D, batch.positions.data(), pool);
     ErrorBuffer err;
     loom_error_buf eb = err.buf();
     loom_status s;
-    if (fused_rope_k) {  // the plugin rotates each K row as it writes it to the pool
+    if (!fused_rope_k) rot.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
+    if (L.window > 0 && has_window) {  // a local layer: attention 1.2's sliding window
+      s = attn_.vt->forward_window(attn_.self, &ab, L.window, fused_rope_k ? &rope : nullptr, &qv, &kv, &vv,
+                                   &pool_.k(l), &pool_.v(l), &ov, &eb);
+    } else if (fused_rope_k) {  // the plugin rotates each K row as it writes it to the pool
       s = attn_.vt->forward_rope_k(attn_.self, &ab, &rope, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
     } else {
-      rope_.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
       s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
     }
     if (s != LOOM_OK) throw Error("attention plugin forward failed at layer " + std::to_string(l) + ": " + err.str(), s);
@@ -321,13 +342,21 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
       a = gather_rows(att, H * D, batch.logits_indices, T, q);  // q is free once attention has run
     }
     linear(L.wo, a, rows, H * D, proj, dim);
+    // Sandwich norms (Gemma): the sublayer's output is normed before it joins the residual.
+    const bool sandwich = !L.post_attn_norm.empty();
+    if (sandwich) cpu::rmsnorm(proj, dim, L.post_attn_norm.data(), proj, dim, rows, dim, hp_.rms_eps, pool);
 
-    // MLP sublayer (SwiGLU): x += Wdown · (silu(Wgate·n(x)) * Wup·n(x)), n(x) fused with the add.
+    // MLP sublayer (SwiGLU / GeGLU): x += Wdown · (act(Wgate·n(x)) * Wup·n(x)), n(x) fused with the add.
     cpu::add_rmsnorm(h, proj, L.ffn_norm.data(), xn, rows, dim, hp_.rms_eps, pool);
     const LinearOut gate_up[] = {{L.w_gate, gate, ff}, {L.w_up, up, ff}};
     linear_group(gate_up, xn, rows, dim);
-    cpu::silu_mul(gate, up, gate, rows * ff, pool);
+    if (hp_.mlp == GatedActivation::kGeluTanh) {
+      cpu::gelu_tanh_mul(gate, up, gate, rows * ff, pool);
+    } else {
+      cpu::silu_mul(gate, up, gate, rows * ff, pool);
+    }
     linear(L.w_down, gate, rows, ff, proj, dim);
+    if (sandwich) cpu::rmsnorm(proj, dim, L.post_ffn_norm.data(), proj, dim, rows, dim, hp_.rms_eps, pool);
     if (!last) {
       cpu::add_rmsnorm(x, proj, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), xn, T, dim, hp_.rms_eps, pool);
     } else {
@@ -339,6 +368,10 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
   float* fin = final_.data();
   cpu::rmsnorm(fin, dim, output_norm_.data(), fin, dim, n_logits, dim, hp_.rms_eps, pool);
   linear(output_, fin, n_logits, dim, logits.data(), hp_.vocab_size);
+  if (hp_.final_logit_softcap > 0.0f) {  // Gemma 2 style: cap * tanh(logit / cap)
+    const float cap = hp_.final_logit_softcap;
+    for (float& z : logits) z = cap * std::tanh(z / cap);
+  }
 }
 
 }  // namespace loom

@@ -1,6 +1,7 @@
-// The Llama-family forward pass over one flat batch on the CPU: every GEMM through the
-// quantization plugin over all tokens of the step at once, attention through the attention
-// plugin on the paged KV pool, logits only for the rows that are sampled.
+// The decoder forward pass over one flat batch on the CPU, for every family of model_arch.hpp:
+// every GEMM through the quantization plugin over all tokens of the step at once, attention
+// through the attention plugin on the paged KV pool (sliding-window layers through its
+// forward_window), logits only for the rows that are sampled.
 //
 // Every output element is reduced in an order that does not depend on how many tokens or
 // sequences share the batch (row-wise kernels, per-element GEMM order fixed by the plugin,
@@ -67,6 +68,8 @@ class ModelExecutor {
     std::vector<float> ffn_norm;   // [dim]
     std::vector<float> bq, bk, bv;       // [q_dim], [kv_dim], [kv_dim]; empty without qkv_bias
     std::vector<float> q_norm, k_norm;   // [head_dim]; empty without qk_norm
+    std::vector<float> post_attn_norm, post_ffn_norm;  // [dim]; empty unless NormPlacement::kSandwich
+    int32_t window = 0;                  // sliding window of this layer; 0: full causal
     void* wq = nullptr;            // quantization handles
     void* wk = nullptr;
     void* wv = nullptr;
@@ -100,6 +103,7 @@ class ModelExecutor {
   KvPool& pool_;
   ThreadPool& threads_;
   cpu::RotaryEmbedding rope_;
+  cpu::RotaryEmbedding rope_local_;  // windowed layers' RoPE (their own base); rope_ when none
   loom_tensor_view token_embd_;
   std::vector<Layer> layers_;
   int32_t max_micro_batch_ = kDefaultMicroBatch;

@@ -143,19 +143,28 @@ void set_llama_metadata(GgufWriter& w, const LlamaShape& shape, const std::strin
     if (v > 0xffffffffLL) throw Error(std::string("model shape: ") + what + " " + std::to_string(v) + " exceeds uint32");
     return GgufValue::of_u32(static_cast<uint32_t>(v));
   };
-  w.set_string("general.architecture", "llama");
+  const std::string a = shape.arch + ".";
+  w.set_string("general.architecture", shape.arch);
   w.set_string("general.name", name);
   w.set_u32("general.file_type", file_type_of(dtype));
-  w.set("llama.context_length", u32(shape.context_length, "ctx"));
-  w.set("llama.embedding_length", u32(shape.dim, "dim"));
-  w.set("llama.feed_forward_length", u32(shape.hidden_dim, "hidden"));
-  w.set("llama.block_count", u32(shape.n_layers, "layers"));
-  w.set("llama.attention.head_count", u32(shape.n_heads, "heads"));
-  w.set("llama.attention.head_count_kv", u32(shape.n_kv_heads, "kv_heads"));
-  w.set("llama.rope.dimension_count", u32(shape.head_size(), "head size"));
-  w.set_f32("llama.attention.layer_norm_rms_epsilon", shape.rms_eps);
-  if (shape.rope_freq_base) w.set_f32("llama.rope.freq_base", *shape.rope_freq_base);
-  w.set("llama.vocab_size", u32(shape.vocab_size, "vocab"));
+  w.set(a + "context_length", u32(shape.context_length, "ctx"));
+  w.set(a + "embedding_length", u32(shape.dim, "dim"));
+  w.set(a + "feed_forward_length", u32(shape.hidden_dim, "hidden"));
+  w.set(a + "block_count", u32(shape.n_layers, "layers"));
+  w.set(a + "attention.head_count", u32(shape.n_heads, "heads"));
+  w.set(a + "attention.head_count_kv", u32(shape.n_kv_heads, "kv_heads"));
+  w.set(a + "rope.dimension_count", u32(shape.head_size(), "head size"));
+  if (shape.head_dim > 0) {  // an explicit head size, as Gemma's GGUFs state it
+    w.set(a + "attention.key_length", u32(shape.head_dim, "head_dim"));
+    w.set(a + "attention.value_length", u32(shape.head_dim, "head_dim"));
+  }
+  if (shape.sliding_window > 0) {
+    w.set(a + "attention.sliding_window", u32(shape.sliding_window, "sliding_window"));
+    if (shape.window_period > 0) w.set(a + "attention.sliding_window_pattern", u32(shape.window_period, "period"));
+  }
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", shape.rms_eps);
+  if (shape.rope_freq_base) w.set_f32(a + "rope.freq_base", *shape.rope_freq_base);
+  w.set(a + "vocab_size", u32(shape.vocab_size, "vocab"));
 }
 
 GgufWriter llama2c_to_gguf(const Llama2cCheckpoint& ck, const Llama2cTokenizer& tok,
@@ -211,7 +220,8 @@ GgufWriter random_llama_gguf(const RandomLlamaOptions& opts, const GgufMetadata&
   for (const auto& [key, value] : tokenizer) w.set(key, value);
 
   const int64_t dim = shape.dim, hidden = shape.hidden_dim, vocab = shape.vocab_size;
-  const int64_t kv_dim = shape.n_kv_heads * shape.head_size();
+  const int64_t q_dim = shape.n_heads * shape.head_size(), kv_dim = shape.n_kv_heads * shape.head_size();
+  const bool gemma = shape.arch == "gemma3";
   const loom_dtype mat = opts.dtype;
   // Each tensor gets its own stream (seed + index), so its bytes do not depend on the others.
   uint64_t index = 0;
@@ -219,20 +229,27 @@ GgufWriter random_llama_gguf(const RandomLlamaOptions& opts, const GgufMetadata&
     const uint64_t seed = opts.seed * 0x100000001b3ull + (++index);
     w.add_tensor(name, mat, {in, out}, random_fill(in * out, mat, seed, opts.init_std));
   };
-  auto norm = [&](const std::string& name) { w.add_tensor(name, LOOM_DTYPE_F32, {dim}, ones_fill(dim)); };
+  // Ones: Llama's w, and Gemma's (1 + w) as its GGUFs store it, at w = 0.
+  auto norm = [&](const std::string& name, int64_t n) { w.add_tensor(name, LOOM_DTYPE_F32, {n}, ones_fill(n)); };
   matrix("token_embd.weight", dim, vocab);
-  norm("output_norm.weight");
+  norm("output_norm.weight", dim);
   if (!shape.tied_output) matrix("output.weight", dim, vocab);
   for (int64_t l = 0; l < shape.n_layers; ++l) {
-    matrix(blk(l, "attn_q"), dim, dim);
+    matrix(blk(l, "attn_q"), dim, q_dim);
     matrix(blk(l, "attn_k"), dim, kv_dim);
     matrix(blk(l, "attn_v"), dim, kv_dim);
-    matrix(blk(l, "attn_output"), dim, dim);
-    norm(blk(l, "attn_norm"));
+    matrix(blk(l, "attn_output"), q_dim, dim);
+    norm(blk(l, "attn_norm"), dim);
     matrix(blk(l, "ffn_gate"), dim, hidden);
     matrix(blk(l, "ffn_down"), hidden, dim);
     matrix(blk(l, "ffn_up"), dim, hidden);
-    norm(blk(l, "ffn_norm"));
+    norm(blk(l, "ffn_norm"), dim);
+    if (gemma) {  // QK-norm and the sandwich norms (model_arch.hpp)
+      norm(blk(l, "attn_q_norm"), shape.head_size());
+      norm(blk(l, "attn_k_norm"), shape.head_size());
+      norm(blk(l, "post_attention_norm"), dim);
+      norm(blk(l, "post_ffw_norm"), dim);
+    }
   }
   return w;
 }

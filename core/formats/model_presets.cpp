@@ -16,11 +16,16 @@ void LlamaShape::validate() const {
   for (const auto& [name, v] : sizes) {
     if (v <= 0) add(std::string(name) + " = " + std::to_string(v) + " must be positive");
   }
-  if (n_heads > 0 && dim % n_heads != 0) add("dim " + std::to_string(dim) + " is not a multiple of heads " + std::to_string(n_heads));
+  if (arch != "llama" && arch != "gemma3") add("arch \"" + arch + "\" is not llama or gemma3");
+  if (head_dim < 0) add("head_dim = " + std::to_string(head_dim) + " must not be negative");
+  if (head_dim == 0 && n_heads > 0 && dim % n_heads != 0)
+    add("dim " + std::to_string(dim) + " is not a multiple of heads " + std::to_string(n_heads));
   if (n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads != 0) {
     add("heads " + std::to_string(n_heads) + " is not a multiple of kv_heads " + std::to_string(n_kv_heads));
   }
-  if (n_heads > 0 && dim % n_heads == 0 && head_size() % 2 != 0) add("head size " + std::to_string(head_size()) + " is odd");
+  if (n_heads > 0 && (head_dim > 0 || dim % n_heads == 0) && head_size() % 2 != 0)
+    add("head size " + std::to_string(head_size()) + " is odd");
+  if (sliding_window < 0 || window_period < 0) add("sliding_window and its period must not be negative");
   if (!(rms_eps > 0.0f)) add("eps must be positive");
   if (rope_freq_base && !(*rope_freq_base > 0.0f)) add("rope_base must be positive");
   if (!problems.empty()) throw Error("model shape: " + problems);
@@ -42,11 +47,26 @@ const std::vector<ModelPreset>& llama_presets() {
       s.rope_freq_base = rope;
       return s;
     };
+    auto gemma3 = [](LlamaShape s, int64_t head_dim, int64_t window, int64_t period) {
+      s.arch = "gemma3";
+      s.head_dim = head_dim;
+      s.sliding_window = window;
+      s.window_period = period;
+      s.rms_eps = 1e-6f;
+      s.tied_output = true;  // Gemma ties its head to the embedding
+      return s;
+    };
     return std::vector<ModelPreset>{
         {"tiny", "dim 64, hidden 172, 2 layers, 8 heads, 4 kv heads, ctx 512 (tests)", shape(64, 172, 2, 8, 4, 512, std::nullopt)},
         {"llama-125m", "dim 768, hidden 2048, 12 layers, 12 heads, 12 kv heads, ctx 2048", shape(768, 2048, 12, 12, 12, 2048, std::nullopt)},
         {"llama-1b", "dim 2048, hidden 8192, 16 layers, 32 heads, 8 kv heads, ctx 2048 (Llama 3.2 1B shape)", shape(2048, 8192, 16, 32, 8, 2048, 500000.0f)},
         {"llama-8b", "dim 4096, hidden 14336, 32 layers, 32 heads, 8 kv heads, ctx 8192 (Llama 3.1 8B shape)", shape(4096, 14336, 32, 32, 8, 8192, 500000.0f)},
+        {"gemma3-tiny", "gemma3: dim 64, hidden 128, 3 layers (2 local of window 8, 1 global), 4 heads, 1 kv head, "
+                        "head_dim 32, ctx 512 (tests)",
+         gemma3(shape(64, 128, 3, 4, 1, 512, 1000000.0f), 32, 8, 3)},
+        {"gemma3-270m", "gemma3: dim 640, hidden 2048, 18 layers (5 local of window 512 per global), 4 heads, 1 kv head, "
+                        "head_dim 256, ctx 32768 (Gemma 3 270M shape)",
+         gemma3(shape(640, 2048, 18, 4, 1, 32768, 1000000.0f), 256, 512, 6)},
     };
   }();
   return presets;

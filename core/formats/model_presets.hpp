@@ -1,4 +1,5 @@
-// Llama-family model shapes: named presets for random-weight benchmark models and a parser for
+// Decoder model shapes: named presets for random-weight benchmark models (Llama, and Gemma 3 with
+// its explicit head size and interleaved sliding-window layers) and a parser for
 // "dim=..,hidden=..,layers=..,heads=..,kv_heads=..,ctx=.." specs.
 #pragma once
 
@@ -20,8 +21,12 @@ struct LlamaShape {
   float rms_eps = 1e-5f;
   std::optional<float> rope_freq_base;  // written only when set (GGUF readers default to 10000)
   bool tied_output = false;    // true: no output.weight, the head reuses token_embd
+  std::string arch = "llama";  // general.architecture: "llama" or "gemma3" (model_arch.hpp)
+  int64_t head_dim = 0;        // attention.key_length; 0: dim / heads
+  int64_t sliding_window = 0;  // gemma3: window of the local layers; 0: none
+  int64_t window_period = 0;   // gemma3: attention.sliding_window_pattern (every Nth layer global)
 
-  int64_t head_size() const { return n_heads > 0 ? dim / n_heads : 0; }
+  int64_t head_size() const { return head_dim > 0 ? head_dim : n_heads > 0 ? dim / n_heads : 0; }
   // Throws loom::Error listing every problem (non-positive sizes, dim % heads, heads % kv_heads,
   // odd head size).
   void validate() const;

@@ -26,7 +26,9 @@ const std::vector<KindInfo>& all_kinds() {
       {LOOM_KIND_ATTENTION, "attention", LOOM_ATTENTION_IFACE_MAJOR, LOOM_ATTENTION_IFACE_MINOR,
        {
            {0, LOOM_SIZE_THROUGH(loom_attention_vtable, forward), sizeof(loom_attention_create_args)},
-           {1, sizeof(loom_attention_vtable), sizeof(loom_attention_create_args)},  // + forward_rope_k
+           {1, LOOM_SIZE_THROUGH(loom_attention_vtable, forward_rope_k),
+            sizeof(loom_attention_create_args)},                                      // + forward_rope_k
+           {2, sizeof(loom_attention_vtable), sizeof(loom_attention_create_args)},  // + forward_window
        }},
       {LOOM_KIND_QUANTIZATION, "quantization", LOOM_QUANTIZATION_IFACE_MAJOR, LOOM_QUANTIZATION_IFACE_MINOR,
        {

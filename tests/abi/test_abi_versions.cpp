@@ -59,6 +59,29 @@ TEST_F(AbiVersions, Attention10LoadsAndForwardRuns) {
   EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{2, 4, 6, 8}));
 }
 
+// A 1.1 plugin (forward_rope_k, no forward_window): it loads, both its calls run, and the 1.2
+// member reads as absent, which is how a host sees it cannot do sliding-window attention.
+TEST_F(AbiVersions, Attention11LoadsWithoutSlidingWindow) {
+  const loom_attention_create_args args{sizeof(args), 2, 1, 2, 0.5f, LOOM_DTYPE_F32, 4, {LOOM_DEVICE_CPU, 0}};
+  auto p = host_.create(spec(LOOM_KIND_ATTENTION, "old_1_1"), &args);
+  EXPECT_EQ(p->desc().iface_minor, 1u);
+  const auto& vt = p->vtable<loom_attention_vtable>();
+  EXPECT_EQ(vt.struct_size, offsetof(loom_attention_vtable, forward_window));
+  EXPECT_EQ(kind_info(LOOM_KIND_ATTENTION).version(1).vtable_size, offsetof(loom_attention_vtable, forward_window));
+  EXPECT_TRUE(sdk::present(vt, &loom_attention_vtable::forward_rope_k));
+  EXPECT_FALSE(sdk::present(vt, &loom_attention_vtable::forward_window));  // 1.2's member: absent
+  float q[4] = {1, 2, 3, 4}, out[4] = {};
+  loom_tensor_view qv = f32(q, {1, 2, 2}), ov = f32(out, {1, 2, 2});
+  const int32_t qs[2] = {0, 1}, lens[1] = {1}, pos[1] = {0}, slots[1] = {0}, tables[1] = {0};
+  const loom_attention_batch batch{sizeof(batch), 1, 1, qs, lens, pos, slots, tables, 1, 4};
+  p->call("forward", &loom_attention_vtable::forward, &batch, &qv, &qv, &qv, &ov, &ov, &ov);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{2, 4, 6, 8}));
+  const double inv_freq[1] = {1.0};
+  const loom_rope rope{sizeof(rope), 2, 0, inv_freq, 1.0};
+  p->call("forward_rope_k", &loom_attention_vtable::forward_rope_k, &batch, &rope, &qv, &qv, &qv, &ov, &ov, &ov);
+  EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{3, 6, 9, 12}));
+}
+
 TEST_F(AbiVersions, Quantization12LoadsAndLinearRuns) {
   const loom_quantization_create_args args{sizeof(args), {LOOM_DEVICE_CPU, 0}};
   auto p = host_.create(spec(LOOM_KIND_QUANTIZATION, "old"), &args);

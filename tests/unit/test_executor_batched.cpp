@@ -18,33 +18,9 @@ namespace {
 
 using test::ModelRunner;
 
-std::vector<int32_t> random_prompt(int32_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::vector<int32_t> p{1};
-  while (static_cast<int32_t>(p.size()) < n) p.push_back(static_cast<int32_t>(3 + rng() % 509));
-  return p;
-}
-
-bool bit_equal(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
-
-// Per-step logits of one sequence run alone: prefill of `prompt`, then `decodes` greedy steps.
-std::vector<std::vector<float>> run_alone(ModelRunner& r, const std::vector<int32_t>& prompt, int32_t decodes,
-                                          std::vector<int32_t>& tokens_out) {
-  std::vector<int32_t> tokens = prompt;
-  const std::vector<int32_t> table = ModelRunner::blocks(0, 8);
-  std::vector<std::vector<float>> out;
-  int32_t computed = 0;
-  for (int32_t i = 0; i <= decodes; ++i) {
-    SeqSchedule s{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed)), computed, table, true};
-    out.push_back(r.step(std::span<const SeqSchedule>(&s, 1)));
-    computed = static_cast<int32_t>(tokens.size());
-    tokens.push_back(loom::test::argmax(out.back()));
-  }
-  tokens_out = tokens;
-  return out;
-}
+using test::bit_equal;
+using test::random_prompt;
+using test::run_alone;
 
 class ExecutorConsistency : public ::testing::Test {
  protected:

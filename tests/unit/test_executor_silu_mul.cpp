@@ -2,11 +2,13 @@
 // out == up) gives the same bits as a separate output; every element is within a few ulp of the
 // formula g / (1 + exp(-g)) * u in double and depends only on its own g and u (not on where it
 // lies: the SIMD body and the ragged end agree); the far ends of exp give the formula's limits.
+// gelu_tanh_mul (GeGLU) likewise against 0.5 g (1 + tanh(sqrt(2/pi) (g + 0.044715 g^3))) u.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numbers>
 #include <random>
 #include <vector>
 
@@ -81,6 +83,36 @@ TEST(SiluMulBlocks, FarEndsGiveTheLimits) {
   float g_nan = nan, u_one = 1.0f, o = 0.0f;
   cpu::silu_mul(&g_nan, &u_one, &o, 1, nullptr);
   EXPECT_TRUE(std::isnan(o));
+}
+
+TEST(GeluTanhMul, MatchesTheTanhFormulaWhereverAnElementLies) {
+  ThreadPool pool(2);
+  const size_t n = 9000 + 37;
+  const std::vector<float> g = random_vec(n, 11, 6.0f), u = random_vec(n, 12, 2.0f);
+  std::vector<float> out(n);
+  cpu::gelu_tanh_mul(g.data(), u.data(), out.data(), static_cast<int64_t>(n), &pool);
+  for (size_t i = 0; i < n; ++i) {
+    const double x = g[i];
+    const double ref = 0.5 * x * (1.0 + std::tanh(std::sqrt(2.0 / std::numbers::pi) * (x + 0.044715 * x * x * x))) * u[i];
+    // z = g (c0 + c1 g^2) is rounded a few times in float before the exp: 1e-6 relative is ample.
+    ASSERT_NEAR(out[i], ref, 1e-6 * std::abs(x * u[i]) + 1e-30) << i << " g " << g[i];
+  }
+  std::vector<float> over_gate = g;
+  cpu::gelu_tanh_mul(over_gate.data(), u.data(), over_gate.data(), static_cast<int64_t>(n), &pool);
+  EXPECT_EQ(std::memcmp(over_gate.data(), out.data(), n * sizeof(float)), 0);
+  for (size_t i = 0; i < 64; ++i) {  // each element alone: the ragged-end path, same bits
+    float one = 0.0f;
+    cpu::gelu_tanh_mul(g.data() + i, u.data() + i, &one, 1, nullptr);
+    ASSERT_EQ(std::memcmp(&one, &out[i], sizeof(float)), 0) << i;
+  }
+  const std::vector<float> far = {-200.0f, 0.0f, 200.0f, -1e30f, 1e30f}, two(far.size(), 2.0f);
+  std::vector<float> lim(far.size());
+  cpu::gelu_tanh_mul(far.data(), two.data(), lim.data(), static_cast<int64_t>(far.size()), nullptr);
+  EXPECT_EQ(lim[0], 0.0f);
+  EXPECT_EQ(lim[1], 0.0f);
+  EXPECT_EQ(lim[2], 400.0f);
+  EXPECT_EQ(lim[3], 0.0f);
+  EXPECT_EQ(lim[4], 2e30f);
 }
 
 }  // namespace

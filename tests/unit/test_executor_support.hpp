@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -54,7 +56,7 @@ struct ModelPlugins {
     aa.n_heads = hp.n_heads;
     aa.n_kv_heads = hp.n_kv_heads;
     aa.head_dim = hp.head_dim;
-    aa.scale = 1.0f / std::sqrt(static_cast<float>(hp.head_dim));
+    aa.scale = hp.softmax_scale();
     aa.kv_dtype = kv_dtype;
     aa.block_size = block_size;
     aa.device = loom_device{LOOM_DEVICE_CPU, 0};
@@ -143,5 +145,34 @@ class ModelRunner {
   BatchBuilder builder_;
   BuiltBatch batch_;
 };
+
+// A prompt of n ids (BOS 1, then ids in [3, 512)) drawn from `seed`.
+inline std::vector<int32_t> random_prompt(int32_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<int32_t> p{1};
+  while (static_cast<int32_t>(p.size()) < n) p.push_back(static_cast<int32_t>(3 + rng() % 509));
+  return p;
+}
+
+inline bool bit_equal(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// Per-step logits of one sequence run alone: prefill of `prompt`, then `decodes` greedy steps.
+inline std::vector<std::vector<float>> run_alone(ModelRunner& r, const std::vector<int32_t>& prompt, int32_t decodes,
+                                          std::vector<int32_t>& tokens_out) {
+  std::vector<int32_t> tokens = prompt;
+  const std::vector<int32_t> table = ModelRunner::blocks(0, 8);
+  std::vector<std::vector<float>> out;
+  int32_t computed = 0;
+  for (int32_t i = 0; i <= decodes; ++i) {
+    SeqSchedule s{std::span<const int32_t>(tokens).subspan(static_cast<size_t>(computed)), computed, table, true};
+    out.push_back(r.step(std::span<const SeqSchedule>(&s, 1)));
+    computed = static_cast<int32_t>(tokens.size());
+    tokens.push_back(argmax(out.back()));
+  }
+  tokens_out = tokens;
+  return out;
+}
 
 }  // namespace loom::test

@@ -125,7 +125,7 @@ void run_random(const Args& a) {
   loom::RandomLlamaOptions opts;
   opts.shape = a.preset.empty() ? loom::parse_llama_dims(a.dims) : loom::llama_preset(a.preset);
   if (a.ctx > 0) opts.shape.context_length = a.ctx;
-  opts.shape.tied_output = a.tied;
+  opts.shape.tied_output = opts.shape.tied_output || a.tied;  // gemma3 presets are tied already
   opts.dtype = a.dtype.value_or(LOOM_DTYPE_F16);
   opts.seed = a.seed;
   opts.name = !a.name.empty() ? a.name : !a.preset.empty() ? a.preset : "random-llama";

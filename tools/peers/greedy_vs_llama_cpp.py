@@ -13,6 +13,11 @@ whose piece Loom's detokenizer skips, by --eos-id/--eos-piece).
 --self-flash-attn off|on compares llama.cpp with itself instead (its default attention path against
 the other one, under the same rule): how far the rule's figures move from numerics alone. The server
 is still used for the template and the tokenizer.
+
+Gemma 3 270M (tools/fetch-gemma3.sh; its GGUF has no chat template, so the server gets Gemma's
+turn format from tools/peers/gemma3_chat.jinja; EOS is <eos>, id 1):
+  loom-server gemma-3-270m-q4_k_m.gguf --port 8080 --chat-template tools/peers/gemma3_chat.jinja
+  greedy_vs_llama_cpp.py --model gemma-3-270m-q4_k_m.gguf --oracle ./llama-greedy-top5 --eos-id 1 --eos-piece '<eos>'
 """
 import argparse
 import json

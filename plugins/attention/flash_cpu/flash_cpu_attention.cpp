@@ -119,24 +119,41 @@ class FlashCpuAttention {
   void forward(const loom_attention_batch* b, const loom_tensor_view* q, const loom_tensor_view* k,
                const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache,
                loom_tensor_view* out) {
-    run(b, nullptr, q, k, v, k_cache, v_cache, out);
+    run(b, nullptr, 0, q, k, v, k_cache, v_cache, out);
   }
 
   // Interface 1.1: k arrives without RoPE; each row is rotated on its way into the pool.
   void forward_rope_k(const loom_attention_batch* b, const loom_rope* rope, const loom_tensor_view* q,
                       const loom_tensor_view* k, const loom_tensor_view* v, loom_tensor_view* k_cache,
                       loom_tensor_view* v_cache, loom_tensor_view* out) {
+    check_rope(rope);
+    run(b, rope, 0, q, k, v, k_cache, v_cache, out);
+  }
+
+  // Interface 1.2: sliding-window attention, with or without the fused RoPE of K.
+  void forward_window(const loom_attention_batch* b, int32_t window, const loom_rope* rope, const loom_tensor_view* q,
+                      const loom_tensor_view* k, const loom_tensor_view* v, loom_tensor_view* k_cache,
+                      loom_tensor_view* v_cache, loom_tensor_view* out) {
+    if (rope != nullptr) check_rope(rope);
+    run(b, rope, std::max(window, 0), q, k, v, k_cache, v_cache, out);
+  }
+
+ private:
+  void check_rope(const loom_rope* rope) const {
     if (rope == nullptr || rope->struct_size < sizeof(loom_rope) || rope->inv_freq == nullptr ||
         rope->rope_dim <= 0 || rope->rope_dim % 2 != 0 || rope->rope_dim > args_.head_dim ||
         rope->rope_dim / 2 > loom::sdk::rope::kMaxPairs)
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "forward_rope_k: rope must give an even rope_dim of at most head_dim " +
                                                  std::to_string(args_.head_dim) + " and its frequencies");
-    run(b, rope, q, k, v, k_cache, v_cache, out);
   }
 
- private:
-  void run(const loom_attention_batch* b, const loom_rope* rope, const loom_tensor_view* q, const loom_tensor_view* k,
-           const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out) {
+  // The oldest position a token at `pos` attends to under window_ (0 without one).
+  int32_t window_first(int32_t pos) const { return window_ > 0 && pos >= window_ ? pos - window_ + 1 : 0; }
+
+  void run(const loom_attention_batch* b, const loom_rope* rope, int32_t window, const loom_tensor_view* q,
+           const loom_tensor_view* k, const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache,
+           loom_tensor_view* out) {
+    window_ = window;
     if (b == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "batch is null");
     const int64_t T = b->num_tokens, H = args_.n_heads, KVH = args_.n_kv_heads, D = args_.head_dim;
     if (b->block_size != args_.block_size)
@@ -182,7 +199,7 @@ class FlashCpuAttention {
     for (int32_t s = 0; s < b.num_seqs; ++s) {
       if (b.query_start[s + 1] < b.query_start[s])
         throw Error(LOOM_ERR_INVALID_ARGUMENT, "query_start decreases at sequence " + std::to_string(s));
-      int32_t max_pos = -1;
+      int32_t max_pos = -1, min_first = INT32_MAX;
       for (int32_t t = b.query_start[s]; t < b.query_start[s + 1]; ++t) {
         const int32_t pos = b.positions[t];
         if (pos < 0 || pos >= b.seq_lens[s] || pos / b.block_size >= b.max_blocks_per_seq)
@@ -193,9 +210,11 @@ class FlashCpuAttention {
           throw Error(LOOM_ERR_INVALID_ARGUMENT, "token " + std::to_string(t) + ": slot " +
                                                      std::to_string(b.slot_mapping[t]) + " outside the pool");
         max_pos = std::max(max_pos, pos);
+        min_first = std::min(min_first, window_first(pos));
       }
+      // Blocks wholly before every window are never read (the host may have released them).
       const int32_t* table = b.block_tables + static_cast<int64_t>(s) * b.max_blocks_per_seq;
-      for (int32_t i = 0; i <= max_pos / b.block_size && max_pos >= 0; ++i) {
+      for (int32_t i = max_pos >= 0 ? min_first / b.block_size : 0; i <= max_pos / b.block_size && max_pos >= 0; ++i) {
         if (table[i] < 0 || table[i] >= num_blocks)
           throw Error(LOOM_ERR_INVALID_ARGUMENT, "sequence " + std::to_string(s) + ": block table entry " +
                                                      std::to_string(i) + " is block " + std::to_string(table[i]) +
@@ -264,13 +283,16 @@ class FlashCpuAttention {
     for (int32_t s = 0; s < b.num_seqs; ++s) {
       for (int32_t t0 = b.query_start[s]; t0 < b.query_start[s + 1]; t0 += tile_tokens) {
         const int32_t t1 = std::min(b.query_start[s + 1], t0 + tile_tokens);
-        int32_t max_pos = 0;
-        for (int32_t t = t0; t < t1; ++t) max_pos = std::max(max_pos, b.positions[t]);
+        int32_t max_pos = 0, min_first = INT32_MAX;
+        for (int32_t t = t0; t < t1; ++t) {
+          max_pos = std::max(max_pos, b.positions[t]);
+          min_first = std::min(min_first, window_first(b.positions[t]));
+        }
         const int32_t rows = (t1 - t0) * group;
         const int32_t heads = std::min(spread, std::max(1, kTileRows / rows));
         for (int32_t g = 0; g < kvh; g += heads) {
           const int32_t n = std::min(heads, kvh - g);
-          const int64_t cost = int64_t{rows} * n * (max_pos / b.block_size + 1);
+          const int64_t cost = int64_t{rows} * n * (max_pos / b.block_size - min_first / b.block_size + 1);
           items_.push_back(Item{s, g, n, t0, t1, cost});
         }
       }
@@ -317,6 +339,7 @@ class FlashCpuAttention {
                              sc.out_rows.data(),
                              sc.row_pos.data(),
                              rows,
+                             window_,
                              b.block_tables + static_cast<int64_t>(it.seq) * b.max_blocks_per_seq,
                              static_cast<const char*>(k_cache.data) + it.kv_head * k_cache.strides[2] * es,
                              static_cast<const char*>(v_cache.data) + it.kv_head * v_cache.strides[2] * es,
@@ -341,6 +364,7 @@ class FlashCpuAttention {
 
   loom::sdk::Host host_;
   loom_attention_create_args args_;
+  int32_t window_ = 0;          // the current call's sliding window (0: none)
   std::vector<float> rotated_;  // write_kv: one K row after RoPE
   fc::TileKernel kernel_ = nullptr;
   std::vector<Item> items_;  // [work items] of the current step, reused across steps
@@ -356,4 +380,4 @@ class FlashCpuAttention {
 }  // namespace
 
 LOOM_ATTENTION_PLUGIN(FlashCpuAttention, "flash_cpu", "0.1.0",
-                      "tiled online-softmax attention over the paged KV pool (GQA-aware, threaded, SIMD)");
+                      "tiled online-softmax attention over the paged KV pool (GQA-aware, threaded, SIMD, sliding window)");

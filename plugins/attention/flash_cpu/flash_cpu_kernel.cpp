@@ -167,6 +167,11 @@ static_assert(kLanes == 16, "dot's fold is written for 16 lanes");
   }
 }
 
+// The oldest position a row at `pos` attends to.
+inline int32_t window_first(const TileArgs& a, int32_t pos) {
+  return a.window > 0 && pos >= a.window ? pos - a.window + 1 : 0;
+}
+
 // One KV head (a.kv_heads is ignored).
 void tile_one_head(const TileArgs& a, TileScratch& s) {
   const int32_t R = a.rows, D = a.head_dim, bs = a.block_size;
@@ -181,12 +186,15 @@ void tile_one_head(const TileArgs& a, TileScratch& s) {
     s.v_block.resize(static_cast<size_t>(bs) * D);
   }
   const int64_t es = sdk::kv::element_size(a.kv_dtype);
-  int32_t max_pos = 0;
-  for (int32_t r = 0; r < R; ++r) max_pos = std::max(max_pos, a.row_pos[r]);
+  int32_t max_pos = 0, min_first = INT32_MAX;
+  for (int32_t r = 0; r < R; ++r) {
+    max_pos = std::max(max_pos, a.row_pos[r]);
+    min_first = std::min(min_first, window_first(a, a.row_pos[r]));
+  }
 
-  // Block order is the same for every row (0, 1, 2, ...), so each row sees the same sequence
-  // of rescalings whatever tile it is in.
-  for (int32_t b = 0; b <= max_pos / bs; ++b) {
+  // Block order is the same for every row (ascending, from the first block any row's window
+  // reaches), so each row sees the same sequence of rescalings whatever tile it is in.
+  for (int32_t b = min_first / bs; b <= max_pos / bs; ++b) {
     const int64_t block = a.block_table[b];
     const int32_t first = b * bs;
     // [block_size, .., head_dim] rows of this KV head, in place (f32) or dequantised.
@@ -209,11 +217,13 @@ void tile_one_head(const TileArgs& a, TileScratch& s) {
       ks = vs = D;
     }
     for (int32_t r = 0; r < R; ++r) {
-      // Causal mask by position: keys first .. row_pos[r] of this block.
+      // Causal mask by position: keys first .. row_pos[r] of this block; a window also drops the
+      // block's keys before window_first.
       const int32_t n = std::min(bs, a.row_pos[r] - first + 1);
-      if (n <= 0) continue;
-      fold_block(a, a.q_rows[r], k, ks, v, vs, n, s.m[static_cast<size_t>(r)], s.l[static_cast<size_t>(r)],
-                 s.acc.data() + static_cast<size_t>(r) * D, s.scores.data());
+      const int32_t skip = std::clamp(window_first(a, a.row_pos[r]) - first, 0, bs);
+      if (n - skip <= 0) continue;
+      fold_block(a, a.q_rows[r], k + skip * ks, ks, v + skip * vs, vs, n - skip, s.m[static_cast<size_t>(r)],
+                 s.l[static_cast<size_t>(r)], s.acc.data() + static_cast<size_t>(r) * D, s.scores.data());
     }
   }
   // A true division, not a multiply by 1/l: when weights are exact (equal scores) the mean is too.

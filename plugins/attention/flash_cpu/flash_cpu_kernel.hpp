@@ -36,6 +36,7 @@ struct TileArgs {
   float* const* out_rows;      // [rows] -> [head_dim] where each row's result goes
   const int32_t* row_pos;      // [rows] position of each row's token; it attends to 0..pos
   int32_t rows;
+  int32_t window;              // > 0: a row attends to pos - window + 1 .. pos only (sliding window)
   const int32_t* block_table;  // [>= max(row_pos) / block_size + 1] this sequence's blocks
   const void* k_head;          // k_cache data advanced to the item's first KV head
   const void* v_head;          // v_cache data advanced to the item's first KV head

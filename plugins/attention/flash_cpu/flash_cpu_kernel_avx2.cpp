@@ -184,15 +184,17 @@ inline void group_scores(const float* const* q, const float* kt, int32_t ldk, in
 // One row's softmax step over keys 0..n-1 of a block: scales and masks its scores, updates its
 // running (m, l) and turns the scores into V weights in place. Returns alpha = exp(m_old - m_new),
 // the factor the row's accumulator must be rescaled by.
-inline float softmax_step(float* scores, int32_t n, float score_scale, const float* k_row_scales, float v_scale,
-                          const float* v_row_scales, float& m, float& l) {
+inline float softmax_step(float* scores, int32_t skip, int32_t n, float score_scale, const float* k_row_scales,
+                          float v_scale, const float* v_row_scales, float& m, float& l) {
   const __m256 lane = _mm256_setr_ps(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256 neg_inf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   __m256 vmax = neg_inf;
   for (int32_t j = 0; j < n; j += 8) {
-    // Lanes past n hold the zero-padded keys' scores: masked to -inf, so their weight is 0.
-    const __m256 live = _mm256_cmp_ps(_mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j))),
-                                      _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ);
+    // Lanes past n hold the zero-padded keys' scores, lanes before skip keys outside a sliding
+    // window: masked to -inf, so their weight is 0 (exp8(-inf) is 0, and 0 * v adds nothing).
+    const __m256 key = _mm256_add_ps(lane, _mm256_set1_ps(static_cast<float>(j)));
+    const __m256 live = _mm256_and_ps(_mm256_cmp_ps(key, _mm256_set1_ps(static_cast<float>(n)), _CMP_LT_OQ),
+                                      _mm256_cmp_ps(key, _mm256_set1_ps(static_cast<float>(skip)), _CMP_GE_OQ));
     __m256 ss = _mm256_set1_ps(score_scale);
     if (k_row_scales != nullptr) ss = _mm256_mul_ps(ss, _mm256_loadu_ps(k_row_scales + j));
     const __m256 s = _mm256_blendv_ps(neg_inf, _mm256_mul_ps(_mm256_loadu_ps(scores + j), ss), live);
@@ -268,26 +270,26 @@ inline void group_values(float* const* acc, const float* alpha, const float* w, 
 // transposed keys, each row's softmax step, then the weighted V rows.
 template <loom_dtype kDtype, int R>
 void fold_group(const float* const* q, const float* kt, int32_t ldk, const BlockRows& k, const BlockRows& v,
-                int32_t n, int32_t D, float scale, const float* fp8, float* m, float* l, float* const* acc,
+                int32_t skip, int32_t n, int32_t D, float scale, const float* fp8, float* m, float* l, float* const* acc,
                 float* scores, int32_t lds) {
   group_scores<R>(q, kt, ldk, n, D, scores, lds);
   float alpha[R];
   for (int r = 0; r < R; ++r)
-    alpha[r] = softmax_step(scores + r * lds, n, scale * k.scale, k.row_scales, v.scale, v.row_scales, m[r], l[r]);
+    alpha[r] = softmax_step(scores + r * lds, skip, n, scale * k.scale, k.row_scales, v.scale, v.row_scales, m[r], l[r]);
   group_values<kDtype, R>(acc, alpha, scores, lds, v, n, D, fp8);
 }
 
 template <loom_dtype kDtype>
 void fold_rows(int32_t rows, const float* const* q, const float* kt, int32_t ldk, const BlockRows& k,
-               const BlockRows& v, int32_t n, int32_t D, float scale, const float* fp8, float* m, float* l,
+               const BlockRows& v, int32_t skip, int32_t n, int32_t D, float scale, const float* fp8, float* m, float* l,
                float* const* acc, float* scores, int32_t lds) {
   switch (rows) {
-    case 1: fold_group<kDtype, 1>(q, kt, ldk, k, v, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 2: fold_group<kDtype, 2>(q, kt, ldk, k, v, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 3: fold_group<kDtype, 3>(q, kt, ldk, k, v, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 4: fold_group<kDtype, 4>(q, kt, ldk, k, v, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 5: fold_group<kDtype, 5>(q, kt, ldk, k, v, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    default: fold_group<kDtype, kGroup>(q, kt, ldk, k, v, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 1: fold_group<kDtype, 1>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 2: fold_group<kDtype, 2>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 3: fold_group<kDtype, 3>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 4: fold_group<kDtype, 4>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 5: fold_group<kDtype, 5>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    default: fold_group<kDtype, kGroup>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
   }
 }
 
@@ -324,9 +326,14 @@ void tile(const TileArgs& a, TileScratch& s) {
   const int64_t k_head_bytes = a.k_head_stride * es, v_head_bytes = a.v_head_stride * es;
   const int64_t row_bytes = D * es;
   const float* fp8 = kDtype == LOOM_DTYPE_FP8_E4M3 ? sdk::kv::fp8_e4m3_table().data() : nullptr;
-  int32_t max_pos = 0;
-  for (int32_t r = 0; r < R; ++r) max_pos = std::max(max_pos, a.row_pos[r]);
-  const int32_t last_block = max_pos / bs;
+  // Oldest position a row at pos attends to (0 without a sliding window).
+  const auto window_first = [&](int32_t pos) { return a.window > 0 && pos >= a.window ? pos - a.window + 1 : 0; };
+  int32_t max_pos = 0, min_first = INT32_MAX;
+  for (int32_t r = 0; r < R; ++r) {
+    max_pos = std::max(max_pos, a.row_pos[r]);
+    min_first = std::min(min_first, window_first(a.row_pos[r]));
+  }
+  const int32_t first_block = min_first / bs, last_block = max_pos / bs;
   const char* k_head = static_cast<const char*>(a.k_head);
   const char* v_head = static_cast<const char*>(a.v_head);
   auto k_block = [&](int32_t b) { return k_head + a.block_table[b] * a.k_block_stride * es; };
@@ -352,15 +359,15 @@ void tile(const TileArgs& a, TileScratch& s) {
   const int32_t units = (last_block + 1) * H;
   auto prefetch_unit = [&](int32_t u) {
     if (u >= units) return;
-    const int32_t b = u / H, h = u % H;
+    const int32_t b = u / H, h = u % H;  // u counts from block 0; the walk starts at first_block
     prefetch_rows(k_block(b) + h * k_head_bytes, k_stride, live_rows(b), row_bytes);
     prefetch_rows(v_block(b) + h * v_head_bytes, v_stride, live_rows(b), row_bytes);
   };
-  for (int32_t u = 0; u < kAhead; ++u) prefetch_unit(u);
+  for (int32_t u = first_block * H; u < first_block * H + kAhead; ++u) prefetch_unit(u);
 
-  // Block order is the same for every row (0, 1, 2, ...), so each row sees the same sequence
-  // of rescalings whatever tile it is in.
-  for (int32_t b = 0; b <= last_block; ++b) {
+  // Block order is the same for every row (ascending, from the first block any row's window
+  // reaches), so each row sees the same sequence of rescalings whatever tile it is in.
+  for (int32_t b = first_block; b <= last_block; ++b) {
     const char* kb = k_block(b);
     const char* vb = v_block(b);
     const int32_t first = b * bs;
@@ -369,25 +376,28 @@ void tile(const TileArgs& a, TileScratch& s) {
       const int32_t live = live_rows(b);
       const BlockRows k{kb + h * k_head_bytes, k_stride, block_scale(kb, h), row_scales(kb, h, live, s.k_row_scales)};
       const BlockRows v{vb + h * v_head_bytes, v_stride, block_scale(vb, h), row_scales(vb, h, live, s.v_row_scales)};
-      // Causal mask by position: keys first .. row_pos[r] of this block.
+      // Causal mask by position: keys first .. row_pos[r] of this block; a sliding window also
+      // masks the block's keys before the row's window_first (skip of them).
       const auto keys = [&](int32_t r) { return std::min(bs, a.row_pos[r] - first + 1); };
+      const auto skipped = [&](int32_t r) { return std::clamp(window_first(a.row_pos[r]) - first, 0, bs); };
       const int32_t ldk = (live + 7) / 8 * 8;
       bool transposed = false;
       for (int32_t r = h * per_head, end = (h + 1) * per_head; r < end;) {
-        const int32_t n = keys(r);
-        if (n <= 0) {
+        const int32_t n = keys(r), skip = skipped(r);
+        if (n - skip <= 0) {
           ++r;
           continue;
         }
         if (!transposed) transpose_keys<kDtype>(k, live, D, fp8, s.kt.data(), ldk);
         transposed = true;
-        // A group: the next rows with the same key count (every row, except in the block that
-        // holds the rows' own positions, where it is the query heads of one token).
+        // A group: the next rows with the same key range (every row, except in the block that
+        // holds the rows' own positions or their window's start, where it is the query heads of
+        // one token).
         int32_t g = 1;
-        while (g < kGroup && r + g < end && keys(r + g) == n) ++g;
+        while (g < kGroup && r + g < end && keys(r + g) == n && skipped(r + g) == skip) ++g;
         float* acc[kGroup];
         for (int32_t i = 0; i < g; ++i) acc[i] = s.acc.data() + static_cast<size_t>(r + i) * D;
-        fold_rows<kDtype>(g, a.q_rows + r, s.kt.data(), ldk, k, v, n, D, a.scale, fp8, s.m.data() + r,
+        fold_rows<kDtype>(g, a.q_rows + r, s.kt.data(), ldk, k, v, skip, n, D, a.scale, fp8, s.m.data() + r,
                           s.l.data() + r, acc, s.scores.data(), static_cast<int32_t>(padded));
         r += g;
       }

@@ -1,7 +1,7 @@
 // attention/naive: the reference every other attention plugin is checked against.
 //
 // For each query token and head it computes exact softmax attention over positions 0..pos of its
-// sequence, reading K/V through the block table, with every sum in double precision. Nothing is
+// sequence (or, with a sliding window w, pos - w + 1 .. pos), reading K/V through the block table, with every sum in double precision. Nothing is
 // tiled or fused: clarity over speed. The result of one (token, head) depends only on that
 // token's query and its sequence's cached K/V, never on what else is in the batch, so batched
 // and alone runs agree bit for bit.
@@ -79,6 +79,23 @@ class NaiveAttention {
   void forward(const loom_attention_batch* b, const loom_tensor_view* q, const loom_tensor_view* k,
                const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache,
                loom_tensor_view* out) {
+    run(b, 0, q, k, v, k_cache, v_cache, out);
+  }
+
+  // Interface 1.2: the sliding-window reference. K arrives rotated (naive offers no
+  // forward_rope_k, so a host passes no rope).
+  void forward_window(const loom_attention_batch* b, int32_t window, const loom_rope* rope, const loom_tensor_view* q,
+                      const loom_tensor_view* k, const loom_tensor_view* v, loom_tensor_view* k_cache,
+                      loom_tensor_view* v_cache, loom_tensor_view* out) {
+    if (rope != nullptr)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "attention naive: forward_window takes no rope (naive has no forward_rope_k)");
+    run(b, window, q, k, v, k_cache, v_cache, out);
+  }
+
+ private:
+  // window <= 0: full causal context; else positions pos - window + 1 .. pos.
+  void run(const loom_attention_batch* b, int32_t window, const loom_tensor_view* q, const loom_tensor_view* k,
+           const loom_tensor_view* v, loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out) {
     if (b == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "batch is null");
     const int64_t T = b->num_tokens, H = args_.n_heads, KVH = args_.n_kv_heads, D = args_.head_dim;
     if (b->block_size != args_.block_size)
@@ -138,12 +155,13 @@ class NaiveAttention {
         const int64_t kvh = h / (H / KVH);
         const int32_t s = token_seq_[static_cast<size_t>(t)];
         const int32_t pos = b->positions[t];
+        const int32_t first = window > 0 && pos >= window ? pos - window + 1 : 0;  // oldest key it sees
         const int32_t* table = b->block_tables + static_cast<int64_t>(s) * b->max_blocks_per_seq;
         const float* qr = static_cast<const float*>(q->data) + t * q->strides[0] + h * q->strides[1];
         if (scores.size() < static_cast<size_t>(pos) + 1) scores.resize(static_cast<size_t>(pos) + 1);
 
         double max_score = -INFINITY;
-        for (int32_t p = 0; p <= pos; ++p) {
+        for (int32_t p = first; p <= pos; ++p) {
           const float* kr = cache_row(k_cache, slot_of(table, p, num_slots, s), kvh);
           double dot = 0.0;
           for (int64_t d = 0; d < D; ++d) dot += static_cast<double>(qr[d]) * kr[d];
@@ -151,12 +169,12 @@ class NaiveAttention {
           if (scores[static_cast<size_t>(p)] > max_score) max_score = scores[static_cast<size_t>(p)];
         }
         double sum = 0.0;
-        for (int32_t p = 0; p <= pos; ++p) {
+        for (int32_t p = first; p <= pos; ++p) {
           scores[static_cast<size_t>(p)] = std::exp(scores[static_cast<size_t>(p)] - max_score);
           sum += scores[static_cast<size_t>(p)];
         }
         std::fill(acc.begin(), acc.end(), 0.0);
-        for (int32_t p = 0; p <= pos; ++p) {
+        for (int32_t p = first; p <= pos; ++p) {
           const float* vr = cache_row(v_cache, slot_of(table, p, num_slots, s), kvh);
           const double w = scores[static_cast<size_t>(p)];
           for (int64_t d = 0; d < D; ++d) acc[static_cast<size_t>(d)] += w * vr[d];
@@ -167,7 +185,6 @@ class NaiveAttention {
     });
   }
 
- private:
   // Row [slot / block_size, slot % block_size, h, :] of a pool view.
   static float* cache_row(const loom_tensor_view* c, int64_t slot, int64_t h) {
     const int64_t bs = c->shape[1];
@@ -197,4 +214,4 @@ class NaiveAttention {
 }  // namespace
 
 LOOM_ATTENTION_PLUGIN(NaiveAttention, "naive", "0.1.0",
-                      "reference attention: exact double-precision softmax over the paged KV pool");
+                      "reference attention: exact double-precision softmax over the paged KV pool, causal or sliding-window");

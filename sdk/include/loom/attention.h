@@ -17,7 +17,7 @@ extern "C" {
 #endif
 
 #define LOOM_ATTENTION_IFACE_MAJOR 1
-#define LOOM_ATTENTION_IFACE_MINOR 1
+#define LOOM_ATTENTION_IFACE_MINOR 2
 
 /* Engine-wide facts an attention plugin is created with. */
 typedef struct loom_attention_create_args {
@@ -59,6 +59,18 @@ typedef struct loom_attention_vtable {
    * pool, saving the host a pass over k. The pool and out must be bit for bit what rotating k with
    * loom/sdk_rope.hpp and calling forward gives. q still arrives rotated. */
   loom_status (*forward_rope_k)(void* self, const loom_attention_batch* batch, const loom_rope* rope,
+                                const loom_tensor_view* q, const loom_tensor_view* k, const loom_tensor_view* v,
+                                loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
+                                loom_error_buf* err);
+  /* Optional (minor 2): sliding-window attention, which a plugin declares by offering it. A query
+   * token at position p attends to the keys at positions max(0, p - window + 1) .. p only (the
+   * window counts the token itself, as Mistral's and Gemma's sliding_window do); window <= 0 means
+   * no window (forward's full causal context). Blocks of the table wholly before every query's
+   * window are never read, so the host may have released them (block table entry -1).
+   * rope NULL: k arrives rotated, as for forward; rope not NULL: as forward_rope_k, which a plugin
+   * offering both must then honour here too. A host runs a model with windowed layers (Gemma's
+   * local layers) only on a plugin that offers this, and refuses the others naming the reason. */
+  loom_status (*forward_window)(void* self, const loom_attention_batch* batch, int32_t window, const loom_rope* rope,
                                 const loom_tensor_view* q, const loom_tensor_view* k, const loom_tensor_view* v,
                                 loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
                                 loom_error_buf* err);

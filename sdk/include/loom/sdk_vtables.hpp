@@ -121,8 +121,30 @@ struct VtableFor<loom_attention_vtable, T> {
                                              const loom_tensor_view* x, loom_tensor_view* y) {
     t.forward_rope_k(b, r, x, x, x, y, y, y);
   };
+  // Interface 1.2: a class with forward_window(batch, window, rope, q, k, v, k_cache, v_cache, out)
+  // declares sliding-window attention (rope is NULL unless the class also has forward_rope_k).
+  static loom_status forward_window(void* s, const loom_attention_batch* batch, int32_t window, const loom_rope* rope,
+                                    const loom_tensor_view* q, const loom_tensor_view* k, const loom_tensor_view* v,
+                                    loom_tensor_view* k_cache, loom_tensor_view* v_cache, loom_tensor_view* out,
+                                    loom_error_buf* err) noexcept {
+    if constexpr (kHasWindow) {
+      return detail::guarded(err, [&] {
+        return detail::self_as<T>(s).forward_window(batch, window, rope, q, k, v, k_cache, v_cache, out);
+      });
+    } else {  // never in the table (null there); here only so the address is well-formed
+      (void)s, (void)batch, (void)window, (void)rope, (void)q, (void)k, (void)v, (void)k_cache, (void)v_cache,
+          (void)out;
+      write_error(err, "forward_window is not implemented");
+      return LOOM_ERR_UNSUPPORTED;
+    }
+  }
+  static constexpr bool kHasWindow = requires(T& t, const loom_attention_batch* b, int32_t w, const loom_rope* r,
+                                              const loom_tensor_view* x, loom_tensor_view* y) {
+    t.forward_window(b, w, r, x, x, x, y, y, y);
+  };
   static constexpr loom_attention_vtable kTable = {sizeof(loom_attention_vtable), &forward,
-                                                   kHasRopeK ? &forward_rope_k : nullptr};
+                                                   kHasRopeK ? &forward_rope_k : nullptr,
+                                                   kHasWindow ? &forward_window : nullptr};
 };
 
 // A quantization class either has the C-shaped members (prepare_weight(weight, void** handle),
