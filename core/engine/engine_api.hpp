@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/common/histogram.hpp"
+#include "core/engine/logits_processors.hpp"
 #include "core/engine/sampler.hpp"
 
 namespace loom {
@@ -29,6 +30,13 @@ struct SamplingParams {
   // Set: every sampled token comes with its log-probability and the `*logprobs` most likely
   // alternatives (0..kMaxLogprobs), from the raw logits (before temperature and filters).
   std::optional<int32_t> logprobs;
+  // Penalties, logit_bias, min_tokens and stop_token_ids (a sampled stop token ends the choice
+  // with kStop, its text not returned, like EOS; ignore_eos does not affect them).
+  LogitsProcessing processing;
+  // Set: the prompt's tokens 1..P-1 get their logprobs (and this many alternatives) from a
+  // teacher-forced pass over the prompt, delivered with the first output. The request then
+  // never reads the prefix cache (its prompt rows must be computed).
+  std::optional<int32_t> prompt_logprobs;
 };
 
 inline constexpr int32_t kMaxLogprobs = 20;
@@ -43,6 +51,9 @@ struct GenerationOutput {
   int32_t index = 0;               // the choice, 0..n-1
   std::vector<int32_t> token_ids;  // tokens sampled since the previous output
   std::vector<RowLogprobs> logprobs;  // one per token_ids entry when sampling.logprobs is set
+  // With sampling.prompt_logprobs, on the first output only: [P - 1], entry i for prompt token
+  // i + 1 (the first prompt token has none).
+  std::vector<RowLogprobs> prompt_logprobs;
   std::string text;                // their text: whole UTF-8 characters only; text that could still
                                    // begin a stop string is held back until it cannot
   std::optional<FinishReason> finish;  // set on the last output of the request

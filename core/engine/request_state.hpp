@@ -43,6 +43,10 @@ struct RequestState {
   std::mt19937_64 rng;
   IncrementalDetokenizer detokenizer;
   StopChecker stop_checker;
+  // With sampling.prompt_logprobs: [recorded so far] of the P - 1 prompt scores; a recompute
+  // after preemption does not record a position twice. Sent with the first output.
+  std::vector<RowLogprobs> prompt_logprobs;
+  bool prompt_logprobs_sent = false;
 };
 
 }  // namespace loom
