@@ -37,6 +37,9 @@ struct SamplingParams {
   // teacher-forced pass over the prompt, delivered with the first output. The request then
   // never reads the prefix cache (its prompt rows must be computed).
   std::optional<int32_t> prompt_logprobs;
+  // False: control tokens' text is kept in the output (vLLM's skip_special_tokens); the chat
+  // route clears it when a tool-call format's markers are control tokens ([TOOL_CALLS]).
+  bool skip_special_tokens = true;
 };
 
 inline constexpr int32_t kMaxLogprobs = 20;

@@ -21,7 +21,7 @@ RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenize
       cache_salt(sampling.prompt_logprobs ? (request.cache_salt ^ (0x9E3779B97F4A7C15ULL * (id_ + 1))) | 1
                                                   : request.cache_salt),
       rng(seed_),
-      detokenizer(tokenizer, token_ids),
+      detokenizer(tokenizer, token_ids, /*render_special=*/!sampling.skip_special_tokens),
       stop_checker(sampling.stop) {}
 
 loom_request_view RequestState::view() const {

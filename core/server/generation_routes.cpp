@@ -114,6 +114,11 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     std::vector<GenerateRequest> requests;
     requests.push_back(make_request(api, ApiKind::kChat, parsed.params,
                                     tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text), "messages"));
+    // Llama 3's <|python_tag|> and Mistral's [TOOL_CALLS] are control tokens: the parser must see them.
+    const ToolCallFormat tools = settings.chat_output.tool_calls;
+    if (tools == ToolCallFormat::kLlama3Json || tools == ToolCallFormat::kMistral) {
+      requests[0].sampling.skip_special_tokens = false;
+    }
     settings.prompt_tokens = static_cast<int32_t>(requests[0].prompt.size());
     if (settings.prompt_logprobs) {
       settings.prompts.push_back(EchoPrompt{text, requests[0].prompt});

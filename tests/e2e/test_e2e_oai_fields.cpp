@@ -134,6 +134,32 @@ TEST_F(OaiFields, ListOfPromptsInOrder) {
   EXPECT_EQ(ids["choices"].size(), 2u);
 }
 
+// Streamed, a batch gives the same texts under the same indices, echo opening each choice.
+TEST_F(OaiFields, StreamedBatchAndEchoMatchTheWholeResponse) {
+  const json body = {{"prompt", {"Once upon", "The cat"}}, {"n", 2}, {"max_tokens", 5}, {"temperature", 0}, {"echo", true}};
+  const json whole = post_ok(server_, "/v1/completions", body);
+  json streamed_body = body;
+  streamed_body["stream"] = true;
+  const HttpResponse r = server_.post("/v1/completions", streamed_body);
+  ASSERT_EQ(r.status, 200u);
+  std::map<int, std::string> text;
+  std::map<int, std::string> first_chunk;
+  for (const std::string& data : sse_data_events(r.body)) {
+    if (data == "[DONE]") break;
+    const json chunk = json::parse(data);
+    for (const json& c : chunk["choices"]) {
+      const int i = c["index"].get<int>();
+      if (!first_chunk.count(i)) first_chunk[i] = c["text"];
+      text[i] += c["text"].get<std::string>();
+    }
+  }
+  ASSERT_EQ(text.size(), 4u) << r.body;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(text[i], whole["choices"][i]["text"]) << i;
+    EXPECT_EQ(first_chunk[i].rfind(i < 2 ? "Once upon" : "The cat", 0), 0u) << first_chunk[i];
+  }
+}
+
 TEST_F(OaiFields, BestOfReturnsHighestCumulativeLogprob) {
   const json all = post_ok(server_, "/v1/completions",
                            {{"prompt", "Once"}, {"n", 4}, {"seed", 11}, {"max_tokens", 8}, {"logprobs", 0}});
@@ -226,6 +252,23 @@ TEST_F(OaiFields, StopTokenIdsEndTheChoice) {
                          {{"prompt", prompt}, {"max_tokens", 6}, {"temperature", 0}, {"stop_token_ids", {g.tokens[2]}}});
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r["usage"]["completion_tokens"], first + 1);
+}
+
+// min_tokens bans the stop tokens (and EOS) until reached: a stop token that would end the
+// choice at its third token lets it run to at least min_tokens.
+TEST_F(OaiFields, MinTokensHoldsOffStopTokens) {
+  const std::vector<int32_t> prompt{1, 403};
+  const Generated g = generate(server_.engine(), prompt, 3);
+  const json body = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"stop_token_ids", {g.tokens[2]}}};
+  const json stopped = post_ok(server_, "/v1/completions", body);
+  ASSERT_LE(stopped["usage"]["completion_tokens"].get<int>(), 3);
+  json held_body = body;
+  held_body["min_tokens"] = 8;
+  const json held = post_ok(server_, "/v1/completions", held_body);
+  EXPECT_GE(held["usage"]["completion_tokens"].get<int>(), 8);
+  // Up to the banned token the text is the greedy one: nothing else changed.
+  const std::string a = stopped["choices"][0]["text"], b = held["choices"][0]["text"];
+  EXPECT_EQ(b.substr(0, a.size()), a);
 }
 
 TEST_F(OaiFields, ModelById) {

@@ -22,6 +22,7 @@ TEST(ServerRequestParsing, CompletionDefaults) {
   EXPECT_FALSE(r.params.user.has_value());
   EXPECT_FALSE(r.params.sampling.processing.active());
   EXPECT_FALSE(r.params.sampling.prompt_logprobs.has_value());
+  EXPECT_TRUE(r.params.sampling.skip_special_tokens);
   EXPECT_FALSE(r.params.model.has_value());
   EXPECT_FALSE(r.params.max_tokens.has_value());
   EXPECT_FALSE(r.params.stream);
@@ -123,7 +124,8 @@ TEST(ServerRequestParsing, PenaltiesBiasStopIdsBestOfEcho) {
   const CompletionRequest r = parse_completion_request(R"({"prompt": "a",
     "presence_penalty": 0.5, "frequency_penalty": -1.5, "repetition_penalty": 1.25,
     "logit_bias": {"7": -100, "12": 2.5}, "min_tokens": 3, "stop_token_ids": [2, 9],
-    "n": 2, "best_of": 5, "echo": true, "logprobs": 2, "user": "u-1"})");
+    "n": 2, "best_of": 5, "echo": true, "logprobs": 2, "user": "u-1", "skip_special_tokens": false})");
+  EXPECT_FALSE(r.params.sampling.skip_special_tokens);
   const LogitsProcessing& p = r.params.sampling.processing;
   EXPECT_EQ(p.presence_penalty, 0.5f);
   EXPECT_EQ(p.frequency_penalty, -1.5f);

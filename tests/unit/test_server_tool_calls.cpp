@@ -27,8 +27,9 @@ const std::string kReply =
 const char* kTemplate =
     "{% for m in messages %}<|{{ m.role }}|>{{ m.content if m.content else '' }}"
     "{% if m.tool_calls %}{% for c in m.tool_calls %}<tool_call>{{ c.function.name }}:{{ c.function.arguments.city }}"
-    "</tool_call>{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
-    "{# <think></think> #}";
+    "</tool_call>{% endfor %}{% endif %}\n{% endfor %}{% if add_generation_prompt %}<|assistant|>"
+    // Qwen3's switch: thinking off renders an empty block into the prompt.
+    "{% if enable_thinking is defined and enable_thinking is false %}<think>\n\n</think>\n\n{% endif %}{% endif %}";
 
 const std::string kTools =
     R"("tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])";
@@ -128,6 +129,16 @@ TEST_F(ServerToolCalls, ToolMessagesAndAssistantCallsInHistory) {
   const std::string prompt = engine_.tokenizer().decode(engine_.last_request()->prompt);
   EXPECT_NE(prompt.find("<tool_call>get_weather:Paris</tool_call>"), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("<|tool|>18C"), std::string::npos) << prompt;
+}
+
+TEST_F(ServerToolCalls, EnableThinkingReachesTheTemplate) {
+  ASSERT_EQ(client_->post("/v1/chat/completions", chat(R"("chat_template_kwargs": {"enable_thinking": false})")).status,
+            200u);
+  const std::string off = engine_.tokenizer().decode(engine_.last_request()->prompt);
+  EXPECT_TRUE(off.ends_with("Weather?<|assistant|><think>\n\n</think>\n\n")) << off;
+  ASSERT_EQ(client_->post("/v1/chat/completions", chat("")).status, 200u);
+  const std::string on = engine_.tokenizer().decode(engine_.last_request()->prompt);
+  EXPECT_TRUE(on.ends_with("Weather?<|assistant|>")) << on;
 }
 
 TEST_F(ServerToolCalls, RefusalsNameTheField) {
