@@ -17,6 +17,11 @@ struct ModelConfig {
   std::string name;           // served model name; default: file name without .gguf/.safetensors
   int32_t max_model_len = 0;  // 0 = from the model
   std::string chat_template;  // a Jinja file (absolute) used instead of the model's own; "" = the model's
+  // How chat output is parsed: "auto" reads the formats from the chat template.
+  std::string reasoning_parser = "auto";  // auto | none | think (reasoning between the tags below)
+  std::string reasoning_start = "<think>";
+  std::string reasoning_end = "</think>";
+  std::string tool_parser = "auto";  // auto | none | hermes | llama3 | mistral
   bool operator==(const ModelConfig&) const = default;
 };
 

@@ -1,4 +1,5 @@
 // parse_config / load_config: TOML text -> Config, reporting every problem at once.
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -48,6 +49,26 @@ void read_model(TableReader& t, const fs::path& base_dir, ModelConfig& model) {
     model.max_model_len = static_cast<int32_t>(*len);
   }
   if (auto file = t.string("chat_template", false)) model.chat_template = resolve_path(*file, base_dir);
+  auto one_of = [&](const char* key, std::initializer_list<std::string_view> valid, std::string& into) {
+    const auto v = t.string(key, false);
+    if (!v) return;
+    if (std::find(valid.begin(), valid.end(), *v) == valid.end()) {
+      std::string names;
+      for (std::string_view n : valid) names += (names.empty() ? "" : ", ") + std::string(n);
+      t.problems().add(t.value_pos(key), t.key_path(key), "'" + *v + "' is not one of " + names);
+      return;
+    }
+    into = *v;
+  };
+  one_of("reasoning_parser", {"auto", "none", "think"}, model.reasoning_parser);
+  one_of("tool_parser", {"auto", "none", "hermes", "llama3", "mistral"}, model.tool_parser);
+  for (auto [key, into] : {std::pair<const char*, std::string*>{"reasoning_start", &model.reasoning_start},
+                           std::pair<const char*, std::string*>{"reasoning_end", &model.reasoning_end}}) {
+    if (auto tag = t.string(key, false)) {
+      if (tag->empty()) t.problems().add(t.value_pos(key), t.key_path(key), "must not be empty");
+      else *into = *tag;
+    }
+  }
   if (model.name.empty() && !model.path.empty()) model.name = model_name_from_path(model.path);
 }
 

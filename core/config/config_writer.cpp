@@ -41,6 +41,11 @@ std::string to_toml(const Config& c) {
   if (!c.model.name.empty()) line(out, "name", toml_string(c.model.name));
   line(out, "max_model_len", std::to_string(c.model.max_model_len));
   if (!c.model.chat_template.empty()) line(out, "chat_template", toml_string(c.model.chat_template));
+  const ModelConfig defaults;
+  if (c.model.reasoning_parser != defaults.reasoning_parser) line(out, "reasoning_parser", toml_string(c.model.reasoning_parser));
+  if (c.model.reasoning_start != defaults.reasoning_start) line(out, "reasoning_start", toml_string(c.model.reasoning_start));
+  if (c.model.reasoning_end != defaults.reasoning_end) line(out, "reasoning_end", toml_string(c.model.reasoning_end));
+  if (c.model.tool_parser != defaults.tool_parser) line(out, "tool_parser", toml_string(c.model.tool_parser));
 
   out += "\n[server]\n";
   line(out, "host", toml_string(c.server.host));

@@ -37,6 +37,9 @@ Engine::Engine(const Config& config)
   info_.name = config.model.name;
   info_.max_model_len = stack_->max_model_len;
   info_.vocab_size = stack_->tokenizer->vocab_size();
+  for (int32_t id = 0; id < info_.vocab_size; ++id)
+    if (stack_->tokenizer->is_eog(id)) eog_ids_.push_back(id);
+  penalty_counts_.assign(static_cast<size_t>(info_.vocab_size), 0);
   info_.created = std::chrono::duration_cast<std::chrono::seconds>(
                       std::chrono::system_clock::now().time_since_epoch())
                       .count();
@@ -80,6 +83,20 @@ uint64_t Engine::submit(GenerateRequest request) {
     LOOM_CHECK(*lp >= 0 && *lp <= kMaxLogprobs, "logprobs: must be in [0, " + std::to_string(kMaxLogprobs) +
                                                     "], got " + std::to_string(*lp));
   }
+  if (const auto& lp = request.sampling.prompt_logprobs) {
+    LOOM_CHECK(*lp >= 0 && *lp <= kMaxLogprobs, "prompt_logprobs: must be in [0, " +
+                                                    std::to_string(kMaxLogprobs) + "], got " + std::to_string(*lp));
+  }
+  const LogitsProcessing& proc = request.sampling.processing;
+  for (const auto& [token, bias] : proc.logit_bias) {
+    LOOM_CHECK(token >= 0 && token < vocab, "logit_bias: token id " + std::to_string(token) +
+                                                " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  }
+  for (int32_t token : proc.stop_token_ids) {
+    LOOM_CHECK(token >= 0 && token < vocab, "stop_token_ids: token id " + std::to_string(token) +
+                                                " is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+  }
+  LOOM_CHECK(proc.repetition_penalty > 0.0f, "repetition_penalty: must be > 0");
 
   // With a forking cache, choice 0 alone is queued and forks the others once its prompt is
   // computed; otherwise every choice is its own request computing its own prompt.
@@ -219,8 +236,16 @@ void Engine::step() {
 void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us) {
   const int32_t vocab = info_.vocab_size;
   size_t logit_row = 0;
-  for (const PlannedSeq& seq : plan.seqs) {
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    const PlannedSeq& seq = plan.seqs[i];
     RequestState& req = *seq.request;
+    if (plan.batch[i].all_logits) {
+      // Rows [logit_row, logit_row + chunk): the chunk's positions, the last one sampled below.
+      record_prompt_logprobs(req, std::span<const float>(logits_).subspan(logit_row * vocab),
+                             seq.num_new_tokens);
+      logit_row += static_cast<size_t>(seq.num_new_tokens) - 1;
+      if (!plan.batch[i].need_logits) ++logit_row;
+    }
     req.num_computed_tokens += seq.num_new_tokens;
     stack_->cache_commit(req.view());
     if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk: nothing to sample
@@ -231,7 +256,35 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
   }
 }
 
-void Engine::sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us) {
+void Engine::record_prompt_logprobs(RequestState& req, std::span<const float> rows, int32_t num_rows) {
+  const int32_t vocab = info_.vocab_size;
+  const int32_t top_n = *req.sampling.prompt_logprobs;
+  for (int32_t r = 0; r < num_rows; ++r) {
+    const int32_t pos = req.num_computed_tokens + r;  // this row scores the token at pos + 1
+    if (pos + 1 >= req.num_prompt_tokens) break;
+    if (pos < static_cast<int32_t>(req.prompt_logprobs.size())) continue;  // recorded before a preemption
+    const std::span<const float> row = rows.subspan(static_cast<size_t>(r) * vocab, static_cast<size_t>(vocab));
+    const int32_t token = req.token_ids[static_cast<size_t>(pos + 1)];
+    RowLogprobs& record = req.prompt_logprobs.emplace_back();
+    Sampler::logprobs(row, token, top_n, record);
+    const float l = row[static_cast<size_t>(token)];
+    record.sampled_rank = 1 + static_cast<int32_t>(std::count_if(row.begin(), row.end(), [l](float x) { return x > l; }));
+  }
+}
+
+void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int64_t sampled_us) {
+  std::span<const float> row = raw_row;
+  const LogitsProcessing& proc = req.sampling.processing;
+  if (proc.active()) {
+    // The row may be shared by forked choices: transform a copy.
+    processed_row_.assign(raw_row.begin(), raw_row.end());
+    const std::span<const int32_t> tokens(req.token_ids);
+    apply_logits_processors(processed_row_, proc, tokens.first(static_cast<size_t>(req.num_prompt_tokens)),
+                            tokens.subspan(static_cast<size_t>(req.num_prompt_tokens)), eog_ids_, penalty_counts_);
+    row = processed_row_;
+  }
+  // The grammar masks the processed row: penalties and biases move probability only among the
+  // tokens it allows.
   std::span<const float> allowed = row;
   if (req.constraint) {
     if (!req.constraint->mask(row, masked_row_)) {
@@ -285,6 +338,7 @@ void Engine::fork_choices(RequestState& parent, std::span<const float> row, int6
     if (!stack_->fork(parent_view, child_id)) {
       LOOM_LOG_DEBUG("request {}: no KV room to fork choice {}; it recomputes its prompt", parent.group, i);
     }
+    child->prompt_logprobs = parent.prompt_logprobs;
     RequestState& admitted = admit(std::move(child));
     if (requests_.count(child_id) == 0) continue;  // refused by the scheduler (finished with an error)
     metrics_.on_scheduled(child_id, schedule_us);
@@ -300,11 +354,17 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vecto
   out.logprobs = std::move(logprobs);
   out.prompt_tokens = req.num_prompt_tokens;
   out.completion_tokens = req.num_generated();
+  if (req.sampling.prompt_logprobs && !req.prompt_logprobs_sent) {
+    out.prompt_logprobs = req.prompt_logprobs;
+    req.prompt_logprobs_sent = true;
+  }
 
   std::optional<FinishReason> finish_reason;
   std::string text;
+  const std::vector<int32_t>& stop_ids = req.sampling.processing.stop_token_ids;
   for (int32_t token : new_tokens) {
-    if (!req.sampling.ignore_eos && tok.is_eog(token)) {
+    if ((!req.sampling.ignore_eos && tok.is_eog(token)) ||
+        std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
       finish_reason = FinishReason::kStop;  // the end-of-generation token's text is not returned
       break;
     }

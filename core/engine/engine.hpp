@@ -49,6 +49,8 @@ class Engine final : public EngineInterface {
   void emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs);
   // Samples one token for req from a logits row, with its logprobs when asked for.
   void sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us);
+  // Prompt logprobs from `num_rows` consecutive rows of a chunk starting at num_computed_tokens.
+  void record_prompt_logprobs(RequestState& req, std::span<const float> rows, int32_t num_rows);
   // At the parent's first sample: the other choices, sharing its prompt's KV (cache fork), each
   // sampling its own first token from the same row.
   void fork_choices(RequestState& parent, std::span<const float> row, int64_t schedule_us,
@@ -75,6 +77,10 @@ class Engine final : public EngineInterface {
   std::vector<float> logits_;  // [n_sampled, vocab]
   ConstraintRegistry constraints_;
   std::vector<float> masked_row_;  // [vocab]: a constrained request's row after its mask
+  std::vector<float> logits_;  // [n_logits, vocab]: one per sampled sequence, a chunk's all for prompt logprobs
+  std::vector<float> processed_row_;    // [vocab] the row after a request's logits processors
+  std::vector<int32_t> penalty_counts_;  // [vocab] zeros between uses (logits_processors scratch)
+  std::vector<int32_t> eog_ids_;         // end-of-generation tokens, banned below min_tokens
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;

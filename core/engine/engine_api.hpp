@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/common/histogram.hpp"
+#include "core/engine/logits_processors.hpp"
 #include "core/engine/sampler.hpp"
 
 namespace loom {
@@ -33,6 +34,16 @@ struct SamplingParams {
   std::optional<int32_t> logprobs;
   // Set: every token is chosen among those the grammar allows (core/engine/constraint_state.hpp).
   std::shared_ptr<const Grammar> grammar;
+  // Penalties, logit_bias, min_tokens and stop_token_ids (a sampled stop token ends the choice
+  // with kStop, its text not returned, like EOS; ignore_eos does not affect them).
+  LogitsProcessing processing;
+  // Set: the prompt's tokens 1..P-1 get their logprobs (and this many alternatives) from a
+  // teacher-forced pass over the prompt, delivered with the first output. The request then
+  // never reads the prefix cache (its prompt rows must be computed).
+  std::optional<int32_t> prompt_logprobs;
+  // False: control tokens' text is kept in the output (vLLM's skip_special_tokens); the chat
+  // route clears it when a tool-call format's markers are control tokens ([TOOL_CALLS]).
+  bool skip_special_tokens = true;
 };
 
 inline constexpr int32_t kMaxLogprobs = 20;
@@ -47,6 +58,9 @@ struct GenerationOutput {
   int32_t index = 0;               // the choice, 0..n-1
   std::vector<int32_t> token_ids;  // tokens sampled since the previous output
   std::vector<RowLogprobs> logprobs;  // one per token_ids entry when sampling.logprobs is set
+  // With sampling.prompt_logprobs, on the first output only: [P - 1], entry i for prompt token
+  // i + 1 (the first prompt token has none).
+  std::vector<RowLogprobs> prompt_logprobs;
   std::string text;                // their text: whole UTF-8 characters only; text that could still
                                    // begin a stop string is held back until it cannot
   std::optional<FinishReason> finish;  // set on the last output of the request

@@ -15,9 +15,13 @@ RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenize
       group(group_),
       index(index_),
       seed(seed_),
-      cache_salt(request.cache_salt),
+      // A request scoring its prompt must compute every prompt row, so it reads no one else's
+      // prefix blocks: a salt of its own (it can still reuse its own after a preemption, whose
+      // rows it has recorded already).
+      cache_salt(sampling.prompt_logprobs ? (request.cache_salt ^ (0x9E3779B97F4A7C15ULL * (id_ + 1))) | 1
+                                                  : request.cache_salt),
       rng(seed_),
-      detokenizer(tokenizer, token_ids),
+      detokenizer(tokenizer, token_ids, /*render_special=*/!sampling.skip_special_tokens),
       stop_checker(sampling.stop) {}
 
 loom_request_view RequestState::view() const {

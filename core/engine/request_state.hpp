@@ -45,6 +45,10 @@ struct RequestState {
   IncrementalDetokenizer detokenizer;
   StopChecker stop_checker;
   std::unique_ptr<ConstraintState> constraint;  // set when sampling.grammar is
+  // With sampling.prompt_logprobs: [recorded so far] of the P - 1 prompt scores; a recompute
+  // after preemption does not record a position twice. Sent with the first output.
+  std::vector<RowLogprobs> prompt_logprobs;
+  bool prompt_logprobs_sent = false;
 };
 
 }  // namespace loom

@@ -26,6 +26,7 @@ struct TokenLogprob {
 struct RowLogprobs {
   TokenLogprob sampled;           // the token that was chosen
   std::vector<TokenLogprob> top;  // the top_n most likely, best first (lower id on ties)
+  int32_t sampled_rank = 0;       // prompt logprobs: 1 + tokens with a higher logit; 0 = not computed
 };
 
 // Samples with reusable scratch (one per engine thread): no allocation once warmed up.

@@ -30,6 +30,9 @@ void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& sw
     seq.start_pos = req.num_computed_tokens;
     seq.block_table = cache.block_table(req.id);
     seq.need_logits = req.num_computed_tokens + s.num_new_tokens == req.num_tokens();
+    // Prompt logprobs: the row at position p scores prompt token p + 1, so every chunk that
+    // starts before the prompt's last position returns all its rows.
+    seq.all_logits = req.sampling.prompt_logprobs.has_value() && req.num_computed_tokens + 1 < req.num_prompt_tokens;
     plan.batch.push_back(seq);
   }
 }

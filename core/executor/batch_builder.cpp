@@ -71,7 +71,11 @@ void BatchBuilder::build(std::span<const SeqSchedule> seqs, BuiltBatch& out) con
     out.seq_lens[s] = seq.start_pos + static_cast<int32_t>(seq.token_ids.size());
     std::copy(seq.block_table.begin(), seq.block_table.end(),
               out.block_tables.begin() + static_cast<std::ptrdiff_t>(s * static_cast<size_t>(max_blocks)));
-    if (seq.need_logits) out.logits_indices.push_back(t - 1);
+    if (seq.all_logits) {
+      for (int32_t i = out.query_start[s]; i < t; ++i) out.logits_indices.push_back(i);
+    } else if (seq.need_logits) {
+      out.logits_indices.push_back(t - 1);
+    }
   }
 }
 

@@ -20,6 +20,7 @@ struct SeqSchedule {
   int32_t start_pos = 0;                 // position of token_ids[0] (= num_computed_tokens)
   std::span<const int32_t> block_table;  // the sequence's KV block ids, in position order
   bool need_logits = false;              // logits of the last token are wanted (sampling)
+  bool all_logits = false;               // logits of every token are wanted (prompt logprobs)
 };
 
 // The flat batch. Owned vectors, reused across steps: no allocation once warmed up.
@@ -30,7 +31,8 @@ struct BuiltBatch {
   std::vector<int32_t> seq_lens;        // [num_seqs] context length after this step
   std::vector<int32_t> slot_mapping;    // [num_tokens] block_id * block_size + offset
   std::vector<int32_t> block_tables;    // [num_seqs, max_blocks_per_seq], padded with -1
-  std::vector<int32_t> logits_indices;  // [n_logits] token indices whose logits are wanted, in order
+  std::vector<int32_t> logits_indices;  // [n_logits] token indices whose logits are wanted, in order:
+                                        // a sequence's last token, or all of them (all_logits)
   int32_t max_blocks_per_seq = 0;
   int32_t block_size = 0;
 

@@ -42,7 +42,19 @@ std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_vie
   if (const auto it = json.find("tools"); it != json.end() && !it->is_null() && !kwargs.contains("tools")) {
     kwargs["tools"] = *it;
   }
-  return chat_template->render(json.at("messages"), add_generation_prompt, kwargs);
+  // Templates print tool-call arguments as objects (tojson), as vLLM hands them: the JSON text
+  // the client sent back (already validated) is parsed for them.
+  nlohmann::ordered_json history = json.at("messages");
+  for (auto& m : history) {
+    if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
+    for (auto& call : m["tool_calls"]) {
+      auto& fn = call["function"];
+      if (fn.is_object() && fn.contains("arguments") && fn["arguments"].is_string()) {
+        fn["arguments"] = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>());
+      }
+    }
+  }
+  return chat_template->render(history, add_generation_prompt, kwargs);
 }
 
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate* chat_template,

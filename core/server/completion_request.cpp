@@ -1,8 +1,10 @@
 #include "core/server/completion_request.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/server/api_error.hpp"
+#include "core/server/request_fields.hpp"
 #include "core/server/structured_output_request.hpp"
 
 namespace loom {
@@ -11,6 +13,7 @@ namespace {
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 std::vector<int32_t> read_token_ids(const Json& array, const std::string& field) {
+  if (array.empty()) throw bad_field(field, "'" + field + "' must not be an empty array");
   std::vector<int32_t> ids;
   ids.reserve(array.size());
   for (size_t i = 0; i < array.size(); ++i) {
@@ -20,12 +23,12 @@ std::vector<int32_t> read_token_ids(const Json& array, const std::string& field)
   return ids;
 }
 
-void read_prompt(const Json& body, CompletionRequest& out) {
+void read_prompts(const Json& body, CompletionRequest& out) {
   const auto it = body.find("prompt");
   if (it == body.end() || it->is_null()) throw bad_field("prompt", "'prompt' is required");
   const Json& p = *it;
   if (p.is_string()) {
-    out.prompt_text = p.get<std::string>();
+    out.prompts.push_back(CompletionPrompt{p.get<std::string>(), {}});
     return;
   }
   if (!p.is_array()) {
@@ -34,32 +37,46 @@ void read_prompt(const Json& body, CompletionRequest& out) {
   }
   if (p.empty()) throw bad_field("prompt", "'prompt' must not be an empty array");
   const Json& first = p[0];
-  if (first.is_string() || first.is_array()) {
-    // A batch: strings or token lists. Only a batch of one is served.
-    if (p.size() != 1) {
-      throw bad_field("prompt", "'prompt' holds " + std::to_string(p.size()) +
-                                    " prompts; batched prompts are not supported, send one "
-                                    "prompt per request");
-    }
-    if (first.is_string()) {
-      out.prompt_text = first.get<std::string>();
-    } else {
-      if (first.empty()) throw bad_field("prompt", "'prompt[0]' must not be an empty array");
-      out.prompt_tokens = read_token_ids(first, "prompt[0]");
-    }
+  if (!first.is_string() && !first.is_array()) {
+    out.prompts.push_back(CompletionPrompt{std::nullopt, read_token_ids(p, "prompt")});
     return;
   }
-  out.prompt_tokens = read_token_ids(p, "prompt");
+  // A batch: strings or token lists (mixed as the OpenAI schema allows neither, but both forms
+  // are read element by element).
+  if (p.size() > kMaxPrompts) {
+    throw bad_field("prompt", "'prompt' holds " + std::to_string(p.size()) + " prompts; at most " +
+                                  std::to_string(kMaxPrompts) + " are allowed in one request");
+  }
+  for (size_t i = 0; i < p.size(); ++i) {
+    const std::string field = "prompt[" + std::to_string(i) + "]";
+    if (p[i].is_string()) {
+      out.prompts.push_back(CompletionPrompt{p[i].get<std::string>(), {}});
+    } else if (p[i].is_array()) {
+      out.prompts.push_back(CompletionPrompt{std::nullopt, read_token_ids(p[i], field)});
+    } else {
+      throw bad_field(field, "'" + field + "' must be a string or an array of token ids, got " +
+                                 json_type_text(p[i]));
+    }
+  }
 }
 
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body) {
   const Json json = parse_json_object(body);
+  check_request_fields(json, RequestRoute::kCompletions);
   CompletionRequest out;
   out.params = parse_generation_params(json, /*chat=*/false);
   out.params.sampling.grammar = parse_structured_output(json, body);
-  read_prompt(json, out);
+  read_prompts(json, out);
+  out.echo = read_bool(json, "echo", "echo").value_or(false);
+  out.prompt_logprobs_field = out.params.sampling.prompt_logprobs.has_value();
+  if (out.echo && out.params.sampling.logprobs) {
+    // The prompt is scored with as many alternatives as the completion.
+    const int32_t want = *out.params.sampling.logprobs;
+    auto& prompt = out.params.sampling.prompt_logprobs;
+    prompt = prompt ? std::max(*prompt, want) : want;
+  }
   return out;
 }
 

@@ -1,4 +1,4 @@
-// POST /v1/completions body -> native request. The prompt is kept as sent (text or token ids);
+// POST /v1/completions body -> native request. Prompts are kept as sent (text or token ids);
 // the route tokenizes text and checks ids against the vocabulary.
 #pragma once
 
@@ -12,14 +12,26 @@
 
 namespace loom {
 
-struct CompletionRequest {
-  GenerationParams params;
-  std::optional<std::string> prompt_text;  // set for a string prompt
-  std::vector<int32_t> prompt_tokens;      // the ids of a token prompt (when prompt_text unset)
+struct CompletionPrompt {
+  std::optional<std::string> text;  // set for a string prompt
+  std::vector<int32_t> tokens;      // the ids of a token prompt (when text is unset)
 };
 
-// `prompt` may be a string, an array of token ids, or a one-element array holding either; a
-// batch of several prompts is refused (400) since one request makes one completion here.
+inline constexpr size_t kMaxPrompts = 128;  // prompts in one batched request
+
+struct CompletionRequest {
+  GenerationParams params;
+  // At least one. A batch answers with one choice per prompt and choice: index = p * n + i.
+  std::vector<CompletionPrompt> prompts;
+  // The prompt is returned before the completion, and with logprobs its tokens are scored
+  // (the first with null), as OpenAI's legacy completions do.
+  bool echo = false;
+  bool prompt_logprobs_field = false;  // vLLM's prompt_logprobs was sent (returned beside the text)
+};
+
+// `prompt` may be a string, an array of token ids, or an array of strings or of token-id arrays
+// (a batch of up to kMaxPrompts). Throws a 400 ApiError naming the field at fault, also for a
+// field the route does not know (request_fields.hpp) and for `suffix`, which is refused.
 CompletionRequest parse_completion_request(std::string_view body);
 
 }  // namespace loom

@@ -1,6 +1,8 @@
 #include "core/server/generation_params.hpp"
 
+#include <exception>
 #include <limits>
+#include <string>
 
 #include "core/server/api_error.hpp"
 
@@ -33,6 +35,69 @@ void read_logprobs(const Json& body, bool chat, SamplingParams& s) {
     throw bad_field("top_logprobs", "'top_logprobs' needs 'logprobs' set to true");
   }
   if (on) s.logprobs = static_cast<int32_t>(top.value_or(0));
+}
+
+void read_logit_bias(const Json& body, LogitsProcessing& p) {
+  const auto it = body.find("logit_bias");
+  if (it == body.end() || it->is_null()) return;
+  if (!it->is_object()) {
+    throw bad_field("logit_bias", "'logit_bias' must be an object mapping token ids to biases, got " +
+                                      json_type_text(*it));
+  }
+  if (it->size() > kMaxLogitBias) {
+    throw bad_field("logit_bias", "'logit_bias' has " + std::to_string(it->size()) + " entries; at most " +
+                                      std::to_string(kMaxLogitBias) + " are allowed");
+  }
+  for (const auto& [key, value] : it->items()) {
+    const std::string field = "logit_bias." + key;
+    // Keys are decimal token ids, as OpenAI's tokenizer numbers them.
+    size_t used = 0;
+    long long id = -1;
+    try {
+      id = std::stoll(key, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (key.empty() || used != key.size() || id < 0 || id > kInt32Max) {
+      throw bad_field("logit_bias", "'logit_bias' key '" + key + "' is not a token id (a non-negative integer)");
+    }
+    if (!value.is_number()) {
+      throw bad_field("logit_bias", "'" + field + "' must be a number, got " + json_type_text(value));
+    }
+    const double bias = value.get<double>();
+    if (!(bias >= -100.0 && bias <= 100.0)) {
+      throw bad_field("logit_bias", "'" + field + "' is " + std::to_string(bias) + "; biases must be in [-100, 100]");
+    }
+    p.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(bias));
+  }
+}
+
+void read_processing(const Json& body, LogitsProcessing& p) {
+  if (auto v = read_number(body, "presence_penalty", "presence_penalty", -2.0, 2.0)) {
+    p.presence_penalty = static_cast<float>(*v);
+  }
+  if (auto v = read_number(body, "frequency_penalty", "frequency_penalty", -2.0, 2.0)) {
+    p.frequency_penalty = static_cast<float>(*v);
+  }
+  if (auto v = read_number(body, "repetition_penalty", "repetition_penalty", 0.0, 2.0, /*min_exclusive=*/true)) {
+    p.repetition_penalty = static_cast<float>(*v);
+  }
+  read_logit_bias(body, p);
+  if (auto v = read_int(body, "min_tokens", "min_tokens", 0, kInt32Max)) p.min_tokens = static_cast<int32_t>(*v);
+  const auto ids = body.find("stop_token_ids");
+  if (ids != body.end() && !ids->is_null()) {
+    if (!ids->is_array()) {
+      throw bad_field("stop_token_ids", "'stop_token_ids' must be an array of token ids, got " + json_type_text(*ids));
+    }
+    if (ids->size() > kMaxStopTokenIds) {
+      throw bad_field("stop_token_ids", "'stop_token_ids' holds " + std::to_string(ids->size()) +
+                                            " ids; at most " + std::to_string(kMaxStopTokenIds) + " are allowed");
+    }
+    for (size_t i = 0; i < ids->size(); ++i) {
+      p.stop_token_ids.push_back(
+          static_cast<int32_t>(as_int((*ids)[i], "stop_token_ids[" + std::to_string(i) + "]", 0, kInt32Max)));
+    }
+  }
 }
 
 }  // namespace
@@ -83,14 +148,32 @@ GenerationParams parse_generation_params(const Json& body, bool chat) {
     s.stop = std::move(*v);
   }
   if (auto n = read_int(body, "n", "n", 1, kMaxChoices)) out.n = static_cast<int32_t>(*n);
+  out.best_of = out.n;
+  if (auto b = read_int(body, "best_of", "best_of", 1, kMaxChoices)) {
+    if (*b < out.n) {
+      throw bad_field("best_of", "'best_of' (" + std::to_string(*b) + ") must be at least 'n' (" +
+                                     std::to_string(out.n) + ")");
+    }
+    out.best_of = static_cast<int32_t>(*b);
+  }
+  read_processing(body, s.processing);
+  if (auto v = read_int(body, "prompt_logprobs", "prompt_logprobs", 0, kMaxLogprobs)) {
+    s.prompt_logprobs = static_cast<int32_t>(*v);
+  }
+  out.user = read_string(body, "user", "user");
+  if (chat && !out.user) out.user = read_string(body, "safety_identifier", "safety_identifier");
   read_logprobs(body, chat, s);
   if (auto salt = read_string(body, "cache_salt", "cache_salt")) {
     if (salt->empty()) throw bad_field("cache_salt", "'cache_salt' must not be an empty string");
     out.cache_salt = hash_cache_salt(*salt);
   }
   s.ignore_eos = read_bool(body, "ignore_eos", "ignore_eos").value_or(false);
+  s.skip_special_tokens = read_bool(body, "skip_special_tokens", "skip_special_tokens").value_or(true);
   out.stream = read_bool(body, "stream", "stream").value_or(false);
   read_stream_options(body, out);
+  if (out.stream && out.best_of > out.n) {
+    throw bad_field("best_of", "'best_of' greater than 'n' cannot be streamed (the best choices are known only at the end)");
+  }
   return out;
 }
 

@@ -1,5 +1,6 @@
 #include "core/server/generation_routes.hpp"
 
+#include "core/template/chat_template.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/server/chat_request.hpp"
 #include "core/server/completion_request.hpp"
@@ -10,9 +11,9 @@ namespace {
 
 constexpr int32_t kCompletionDefaultMaxTokens = 16;  // OpenAI's and vLLM's default
 
-void submit(const ApiContext& api, const std::shared_ptr<HttpExchange>& exchange, ApiKind kind,
-            const GenerationParams& params, std::vector<int32_t> prompt,
-            const std::string& prompt_param) {
+// One engine request for one prompt, from the shared parameters.
+GenerateRequest make_request(const ApiContext& api, ApiKind kind, const GenerationParams& params,
+                             std::vector<int32_t> prompt, const std::string& prompt_param) {
   const ModelInfo& info = api.engine.model_info();
   check_prompt_tokens(prompt, api.vocab_size(), prompt_param);
   // Chat answers run until the model stops unless limited; completions default to 16 tokens.
@@ -22,14 +23,51 @@ void submit(const ApiContext& api, const std::shared_ptr<HttpExchange>& exchange
   request.sampling = params.sampling;
   request.sampling.max_tokens = resolve_max_tokens(prompt.size(), params.max_tokens,
                                                    info.max_model_len, fallback, prompt_param);
-  request.n = params.n;
+  // best_of ranks candidates by their cumulative logprob: the engine reports it per token.
+  if (params.best_of > params.n && !request.sampling.logprobs) request.sampling.logprobs = 0;
+  request.n = params.best_of;
   request.cache_salt = params.cache_salt;
-  StreamSettings settings{make_response_meta(kind, info.name), params.stream,
-                          params.stream && params.include_usage,
-                          static_cast<int32_t>(prompt.size()), params.n,
-                          params.sampling.logprobs.has_value()};
   request.prompt = std::move(prompt);
-  GenerationStream::start(exchange, api.engine, std::move(settings), std::move(request));
+  return request;
+}
+
+// How this chat request's output is parsed: reasoning when configured or when the template
+// writes the tags; tool calls when tools are given with tool_choice auto, in the configured
+// family or the one the template writes (a 400 naming tools when there is none).
+ChatOutputSettings chat_output_settings(const ApiContext& api, const ChatTemplate* chat_template,
+                                        const ChatRequest& parsed, const std::string& prompt) {
+  const ChatOutputConfig& cfg = api.options.chat_output;
+  const std::string_view source = chat_template ? std::string_view(chat_template->source()) : std::string_view();
+  ChatOutputSettings out;
+  const bool reasoning = cfg.reasoning_parser == "think" ||
+                         (cfg.reasoning_parser == "auto" && template_uses_reasoning(source, cfg.reasoning_tags));
+  if (reasoning) {
+    out.reasoning = cfg.reasoning_tags;
+    out.reasoning_open_at_start = prompt_opens_reasoning(prompt, cfg.reasoning_tags);
+  }
+  if (parsed.parse_tool_calls) {
+    const std::optional<ToolCallFormat> configured = parse_tool_call_format(cfg.tool_parser);
+    out.tool_calls = configured ? *configured : tool_call_format_from_template(source);
+    if (out.tool_calls == ToolCallFormat::kNone) {
+      throw bad_field("tools", "'tools' were given but this model's chat template writes no tool-call format the "
+                               "server knows (hermes, llama3, mistral); set [model] tool_parser");
+    }
+    out.parallel_tool_calls = parsed.parallel_tool_calls;
+  }
+  return out;
+}
+
+StreamSettings make_settings(const ApiContext& api, ApiKind kind, const GenerationParams& params) {
+  StreamSettings settings;
+  settings.meta = make_response_meta(kind, api.engine.model_info().name);
+  settings.stream = params.stream;
+  settings.include_usage = params.stream && params.include_usage;
+  settings.n = params.n;
+  settings.best_of = params.best_of;
+  settings.logprobs = params.sampling.logprobs.has_value();
+  settings.prompt_logprobs = params.sampling.prompt_logprobs.has_value();
+  settings.user = params.user.value_or("");
+  return settings;
 }
 
 }  // namespace
@@ -40,10 +78,26 @@ void handle_completions(const ApiContext& api, const HttpRequest& request,
     api.check_api_key(request);
     CompletionRequest parsed = parse_completion_request(request.body());
     api.check_model(parsed.params.model);
-    std::vector<int32_t> prompt = parsed.prompt_text
-                                      ? api.engine.tokenizer().encode(*parsed.prompt_text, true)
-                                      : std::move(parsed.prompt_tokens);
-    submit(api, exchange, ApiKind::kCompletion, parsed.params, std::move(prompt), "prompt");
+    StreamSettings settings = make_settings(api, ApiKind::kCompletion, parsed.params);
+    settings.echo = parsed.echo;
+    // With echo + logprobs the prompt's scores come back in the logprobs object, not beside it,
+    // unless prompt_logprobs was asked for explicitly.
+    settings.prompt_logprobs = parsed.prompt_logprobs_field;
+    const Tokenizer& tokenizer = api.engine.tokenizer();
+    std::vector<GenerateRequest> requests;
+    const bool many = parsed.prompts.size() > 1;
+    for (size_t p = 0; p < parsed.prompts.size(); ++p) {
+      CompletionPrompt& prompt = parsed.prompts[p];
+      std::vector<int32_t> ids = prompt.text ? tokenizer.encode(*prompt.text, true) : std::move(prompt.tokens);
+      const std::string param = many ? "prompt[" + std::to_string(p) + "]" : "prompt";
+      GenerateRequest r = make_request(api, ApiKind::kCompletion, parsed.params, ids, param);
+      settings.prompt_tokens += static_cast<int32_t>(r.prompt.size());
+      if (settings.echo || settings.prompt_logprobs) {
+        settings.prompts.push_back(EchoPrompt{prompt.text ? *prompt.text : tokenizer.decode(r.prompt), r.prompt});
+      }
+      requests.push_back(std::move(r));
+    }
+    GenerationStream::start(exchange, api.engine, std::move(settings), std::move(requests));
   });
 }
 
@@ -55,8 +109,21 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     api.check_model(parsed.params.model);
     const ChatTemplate* chat_template = api.chat_template();
     const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages);
-    submit(api, exchange, ApiKind::kChat, parsed.params,
-           tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text), "messages");
+    StreamSettings settings = make_settings(api, ApiKind::kChat, parsed.params);
+    settings.chat_output = chat_output_settings(api, chat_template, parsed, text);
+    std::vector<GenerateRequest> requests;
+    requests.push_back(make_request(api, ApiKind::kChat, parsed.params,
+                                    tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text), "messages"));
+    // Llama 3's <|python_tag|> and Mistral's [TOOL_CALLS] are control tokens: the parser must see them.
+    const ToolCallFormat tools = settings.chat_output.tool_calls;
+    if (tools == ToolCallFormat::kLlama3Json || tools == ToolCallFormat::kMistral) {
+      requests[0].sampling.skip_special_tokens = false;
+    }
+    settings.prompt_tokens = static_cast<int32_t>(requests[0].prompt.size());
+    if (settings.prompt_logprobs) {
+      settings.prompts.push_back(EchoPrompt{text, requests[0].prompt});
+    }
+    GenerationStream::start(exchange, api.engine, std::move(settings), std::move(requests));
   });
 }
 

@@ -1,5 +1,7 @@
 #include "core/server/http_router.hpp"
 
+#include <algorithm>
+
 #include "core/common/logging.hpp"
 
 namespace loom {
@@ -13,6 +15,10 @@ void HttpRouter::add(http::verb method, std::string path, RouteHandler handler) 
   routes_[std::move(path)][method] = std::move(handler);
 }
 
+void HttpRouter::add_prefix(http::verb method, std::string prefix, RouteHandler handler) {
+  prefixes_[std::move(prefix)][method] = std::move(handler);
+}
+
 HttpReply HttpRouter::error(unsigned status, const std::string& message) const {
   return error_formatter_(status, message);
 }
@@ -21,7 +27,12 @@ void HttpRouter::dispatch(const HttpRequest& request,
                           const std::shared_ptr<HttpExchange>& exchange) const {
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
-  const auto route = routes_.find(path);
+  auto route = routes_.find(path);
+  if (route == routes_.end()) {
+    route = std::find_if(prefixes_.begin(), prefixes_.end(),
+                         [&](const auto& p) { return path.size() > p.first.size() && path.starts_with(p.first); });
+    if (route == prefixes_.end()) route = routes_.end();
+  }
   if (route == routes_.end()) {
     exchange->reply(error(404, "no route for " + std::string(path)));
     return;

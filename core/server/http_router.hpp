@@ -24,6 +24,10 @@ class HttpRouter {
   // Paths match exactly, ignoring a query string.
   void add(boost::beast::http::verb method, std::string path, RouteHandler handler);
 
+  // Paths that start with `prefix` and match no exact route (e.g. "/v1/models/" for
+  // /v1/models/{id}); the handler reads the rest of the path itself.
+  void add_prefix(boost::beast::http::verb method, std::string prefix, RouteHandler handler);
+
   // Runs on the connection's strand.
   void dispatch(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) const;
 
@@ -32,6 +36,7 @@ class HttpRouter {
  private:
   ErrorFormatter error_formatter_;
   std::map<std::string, std::map<boost::beast::http::verb, RouteHandler>, std::less<>> routes_;
+  std::map<std::string, std::map<boost::beast::http::verb, RouteHandler>, std::less<>> prefixes_;
 };
 
 }  // namespace loom

@@ -12,7 +12,8 @@ HttpServer::HttpServer(EngineInterface& engine, ServerOptions options)
   auto router = std::make_shared<HttpRouter>(
       [](unsigned status, const std::string& message) { return api_error_reply(status, message); });
   add_openai_routes(*router, engine,
-                    OpenAiRouteOptions{options.api_key, draining_, options.metrics_prefix, options.chat_template});
+                    OpenAiRouteOptions{options.api_key, draining_, options.metrics_prefix, options.chat_template,
+                                       options.chat_output});
   HttpListenerOptions listen{options.host, options.port, options.threads,
                              static_cast<uint64_t>(options.max_body_bytes)};
   listener_ = std::make_unique<HttpListener>(std::move(listen), std::move(router));

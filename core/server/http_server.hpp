@@ -11,6 +11,7 @@
 
 #include "core/engine/engine_api.hpp"
 #include "core/server/http_listener.hpp"
+#include "core/server/openai_routes.hpp"
 
 namespace loom {
 
@@ -24,6 +25,7 @@ struct ServerOptions {
   std::string api_key;  // non-empty: /v1/* requires "Authorization: Bearer <api_key>"
   std::string metrics_prefix = "loom";  // [server] metrics_prefix: "loom" or "vllm"
   std::shared_ptr<const ChatTemplate> chat_template;  // null = the model's own
+  ChatOutputConfig chat_output;
 };
 
 class HttpServer {

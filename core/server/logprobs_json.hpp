@@ -32,6 +32,20 @@ TokenText token_text(const Tokenizer& tokenizer, int32_t token);
 Json completion_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
                               std::span<const RowLogprobs> records, int64_t& text_offset);
 
+// Completions with echo: the prompt's tokens in the same form, the first with a null score and
+// null alternatives (nothing precedes it); records[i] scores tokens[i + 1]. Concatenate with
+// append_completion_logprobs.
+Json prompt_completion_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
+                                     std::span<const RowLogprobs> records, int64_t& text_offset);
+// Appends the four arrays of `more` to those of `into`.
+void append_completion_logprobs(Json& into, const Json& more);
+
+// vLLM's prompt_logprobs: [null, {"<id>": {"logprob", "rank", "decoded_token"}}, ...], each
+// position holding the actual prompt token (rank from records[i].sampled_rank) and its top
+// alternatives (ranks 1..k).
+Json vllm_prompt_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
+                               std::span<const RowLogprobs> records);
+
 // Chat: exactly the top_n alternatives per token.
 Json chat_logprobs_json(const Tokenizer& tokenizer, std::span<const int32_t> tokens,
                         std::span<const RowLogprobs> records);

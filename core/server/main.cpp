@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
           load_chat_template_file(config.model.chat_template, engine.chat_template(), engine.tokenizer());
       LOOM_LOG_INFO("chat template: {} (instead of the model's)", config.model.chat_template);
     }
+    options.chat_output.reasoning_parser = config.model.reasoning_parser;
+    options.chat_output.reasoning_tags = ReasoningTags{config.model.reasoning_start, config.model.reasoning_end};
+    options.chat_output.tool_parser = config.model.tool_parser;
     HttpServer server(engine, options);
     server.start();
     LOOM_LOG_INFO("serving '{}' on http://{}:{}", engine.model_info().name, config.server.host,

@@ -36,8 +36,13 @@ Json envelope(const ResponseMeta& meta, bool chunk) {
       {"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
 }
 
-Json finish_value(std::optional<FinishReason> finish) {
+Json finish_value(std::optional<FinishReason> finish, bool tool_calls = false) {
+  if (finish && tool_calls && *finish == FinishReason::kStop) return Json("tool_calls");
   return finish ? Json(openai_finish_reason(*finish)) : Json(nullptr);
+}
+
+Json tool_call_json(const ToolCallOut& c) {
+  return Json{{"id", c.id}, {"type", "function"}, {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}};
 }
 
 }  // namespace
@@ -62,12 +67,26 @@ std::string completion_response_json(const ResponseMeta& meta, const std::vector
   Json out = envelope(meta, /*chunk=*/false);
   Json list = Json::array();
   for (const ChoiceResult& c : choices) {
-    Json choice{{"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", finish_value(c.finish)}};
+    Json choice{{"index", c.index},
+                {"logprobs", c.logprobs},
+                {"finish_reason", finish_value(c.finish, !c.tool_calls.empty())}};
     if (meta.kind == ApiKind::kChat) {
-      choice["message"] = Json{{"role", "assistant"}, {"content", c.text}};
+      Json message{{"role", "assistant"},
+                   {"content", c.text.empty() && !c.tool_calls.empty() ? Json(nullptr) : Json(c.text)}};
+      if (!c.reasoning.empty()) {
+        message["reasoning_content"] = c.reasoning;
+        message["reasoning"] = c.reasoning;
+      }
+      if (!c.tool_calls.empty()) {
+        Json calls = Json::array();
+        for (const ToolCallOut& t : c.tool_calls) calls.push_back(tool_call_json(t));
+        message["tool_calls"] = std::move(calls);
+      }
+      choice["message"] = std::move(message);
     } else {
       choice["text"] = c.text;
     }
+    if (!c.prompt_logprobs.is_null()) choice["prompt_logprobs"] = c.prompt_logprobs;
     list.push_back(std::move(choice));
   }
   out["choices"] = std::move(list);
@@ -75,17 +94,33 @@ std::string completion_response_json(const ResponseMeta& meta, const std::vector
   return dump_json(out);
 }
 
+Json tool_call_header_delta(const ToolCallOut& t) {
+  return Json{{"index", t.index}, {"id", t.id}, {"type", "function"}, {"function", Json{{"name", t.name}, {"arguments", ""}}}};
+}
+
+Json tool_call_arguments_delta(const ToolCallOut& t) {
+  return Json{{"index", t.index}, {"function", Json{{"arguments", t.arguments}}}};
+}
+
 std::string stream_chunk_json(const ResponseMeta& meta, const ChunkChoice& c, bool usage_null) {
   Json out = envelope(meta, /*chunk=*/true);
-  Json choice{{"index", c.index}, {"logprobs", c.logprobs}, {"finish_reason", finish_value(c.finish)}};
+  Json choice{{"index", c.index},
+              {"logprobs", c.logprobs},
+              {"finish_reason", finish_value(c.finish, c.finish_tool_calls)}};
   if (meta.kind == ApiKind::kChat) {
     Json delta = Json::object();
     if (c.role_delta) delta["role"] = "assistant";
+    if (!c.reasoning.empty()) {
+      delta["reasoning_content"] = c.reasoning;
+      delta["reasoning"] = c.reasoning;
+    }
     if (!c.text.empty()) delta["content"] = c.text;
+    if (!c.tool_calls.is_null()) delta["tool_calls"] = c.tool_calls;
     choice["delta"] = std::move(delta);
   } else {
     choice["text"] = c.text;
   }
+  if (!c.prompt_logprobs.is_null()) choice["prompt_logprobs"] = c.prompt_logprobs;
   out["choices"] = Json::array({std::move(choice)});
   if (usage_null) out["usage"] = nullptr;
   return dump_json(out);
@@ -106,15 +141,22 @@ std::string error_json(const ApiError& error) {
   return dump_json(Json{{"error", std::move(body)}});
 }
 
-std::string models_json(const ModelInfo& model) {
-  Json card{{"id", model.name},
+namespace {
+Json model_card(const ModelInfo& model) {
+  return Json{{"id", model.name},
             {"object", "model"},
             {"created", model.created},
             {"owned_by", "loom"},
             {"root", model.name},
             {"parent", nullptr},
             {"max_model_len", model.max_model_len}};
-  return dump_json(Json{{"object", "list"}, {"data", Json::array({std::move(card)})}});
+}
+}  // namespace
+
+std::string model_json(const ModelInfo& model) { return dump_json(model_card(model)); }
+
+std::string models_json(const ModelInfo& model) {
+  return dump_json(Json{{"object", "list"}, {"data", Json::array({model_card(model)})}});
 }
 
 }  // namespace loom

@@ -9,6 +9,7 @@
 
 #include "core/engine/engine_api.hpp"
 #include "core/server/api_error.hpp"
+#include "core/server/chat_output.hpp"
 #include "core/server/json_fields.hpp"
 
 namespace loom {
@@ -40,6 +41,11 @@ struct ChoiceResult {
   std::string text;
   FinishReason finish = FinishReason::kStop;
   Json logprobs;  // null when not asked for
+  Json prompt_logprobs;  // vLLM's prompt_logprobs; null: the field is left out
+  // Chat: the reasoning (reasoning_content and vLLM's reasoning) and the tool calls; with calls,
+  // content is null when empty and a finish by stop is "tool_calls".
+  std::string reasoning;
+  std::vector<ToolCallOut> tool_calls;
 };
 
 // The whole non-streaming response, choices in the order given.
@@ -54,7 +60,17 @@ struct ChunkChoice {
   std::optional<FinishReason> finish;
   bool role_delta = false;
   Json logprobs;  // of the tokens this chunk carries; null when not asked for
+  Json prompt_logprobs;  // first chunk of a choice, when asked for; null: left out
+  // Chat: reasoning and content deltas, and the delta's tool_calls array (null: none).
+  std::string reasoning;
+  Json tool_calls;
+  bool finish_tool_calls = false;  // the choice made calls: a stop finish reads "tool_calls"
 };
+
+// The two deltas OpenAI streams a call as: {index, id, type, function: {name, arguments: ""}},
+// then {index, function: {arguments}} (the whole arguments text as one fragment).
+Json tool_call_header_delta(const ToolCallOut& call);
+Json tool_call_arguments_delta(const ToolCallOut& call);
 
 // One streaming chunk. `usage_null` adds "usage": null, as OpenAI does on every chunk but the
 // last when usage is asked for.
@@ -68,5 +84,7 @@ std::string error_json(const ApiError& error);
 
 // GET /v1/models
 std::string models_json(const ModelInfo& model);
+// GET /v1/models/{id}: the one card
+std::string model_json(const ModelInfo& model);
 
 }  // namespace loom

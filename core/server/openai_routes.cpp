@@ -17,6 +17,8 @@ namespace {
 namespace http = boost::beast::http;
 using ExchangePtr = std::shared_ptr<HttpExchange>;
 
+constexpr std::string_view kModelsPrefix = "/v1/models/";
+
 HttpReply json_reply(std::string body) {
   return HttpReply{200, "application/json", std::move(body), {}};
 }
@@ -25,6 +27,21 @@ void handle_models(const ApiContext& api, const HttpRequest& request, const Exch
   reply_errors(*ex, [&] {
     api.check_api_key(request);
     ex->reply(json_reply(models_json(api.engine.model_info())));
+  });
+}
+
+// GET /v1/models/{id}: the served model's card, or OpenAI's 404 for any other id.
+void handle_model(const ApiContext& api, const HttpRequest& request, const ExchangePtr& ex) {
+  reply_errors(*ex, [&] {
+    api.check_api_key(request);
+    const std::string_view target(request.target().data(), request.target().size());
+    const std::string id(target.substr(kModelsPrefix.size(), target.find('?') - kModelsPrefix.size()));
+    const ModelInfo& info = api.engine.model_info();
+    if (id != info.name) {
+      throw ApiError(404, "The model '" + id + "' does not exist", "model", "invalid_request_error",
+                     "model_not_found");
+    }
+    ex->reply(json_reply(model_json(info)));
   });
 }
 
@@ -63,6 +80,8 @@ void add_openai_routes(HttpRouter& router, EngineInterface& engine, OpenAiRouteO
              [api](const HttpRequest& r, ExchangePtr ex) { handle_chat_completions(*api, r, ex); });
   router.add(http::verb::get, "/v1/models",
              [api](const HttpRequest& r, ExchangePtr ex) { handle_models(*api, r, ex); });
+  router.add_prefix(http::verb::get, std::string(kModelsPrefix),
+                    [api](const HttpRequest& r, ExchangePtr ex) { handle_model(*api, r, ex); });
   router.add(http::verb::get, "/health",
              [api](const HttpRequest&, ExchangePtr ex) { handle_health(*api, ex); });
   router.add(http::verb::get, "/metrics",

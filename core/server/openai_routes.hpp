@@ -10,10 +10,18 @@
 #include "core/engine/engine_api.hpp"
 #include "core/server/api_error.hpp"
 #include "core/server/http_router.hpp"
+#include "core/server/reasoning_parser.hpp"
 
 namespace loom {
 
 class ChatTemplate;
+
+// How chat output is parsed, as configured: "auto" reads the formats from the chat template.
+struct ChatOutputConfig {
+  std::string reasoning_parser = "auto";  // auto, none or think
+  ReasoningTags reasoning_tags;
+  std::string tool_parser = "auto";  // auto, none, hermes, llama3 or mistral
+};
 
 struct OpenAiRouteOptions {
   std::string api_key;  // non-empty: /v1/* needs "Authorization: Bearer <api_key>"
@@ -22,6 +30,7 @@ struct OpenAiRouteOptions {
   std::string metrics_prefix = "loom";  // /metrics names: <prefix>:num_requests_running, ...
   // --chat-template: used instead of the model's own template; null = the model's.
   std::shared_ptr<const ChatTemplate> chat_template;
+  ChatOutputConfig chat_output;  // [model] reasoning_parser / reasoning tags / tool_parser
 };
 
 // An OpenAI error body for `status` (the router's and transport's errors use it too).

@@ -9,7 +9,10 @@ namespace loom {
 
 ChatTemplate::ChatTemplate(const std::string& source, std::string bos_token, std::string eos_token,
                            std::string name)
-    : template_(source, std::move(name)), bos_token_(std::move(bos_token)), eos_token_(std::move(eos_token)) {}
+    : template_(source, std::move(name)),
+      source_(source),
+      bos_token_(std::move(bos_token)),
+      eos_token_(std::move(eos_token)) {}
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& extra_kwargs) const {

@@ -31,12 +31,15 @@ class ChatTemplate {
                      const nlohmann::ordered_json& extra_kwargs = nlohmann::ordered_json::object()) const;
 
   const std::string& bos_token() const { return bos_token_; }
+  // The Jinja text: what the server reads a model's reasoning and tool-call formats from.
+  const std::string& source() const { return source_; }
   const std::string& eos_token() const { return eos_token_; }
   // The time strftime_now formats (local time); the wall clock unless set (tests fix it).
   void set_clock(std::function<std::time_t()> clock) { clock_ = std::move(clock); }
 
  private:
   jinja::Template template_;
+  std::string source_;
   std::string bos_token_;
   std::string eos_token_;
   std::function<std::time_t()> clock_;

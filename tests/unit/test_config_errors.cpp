@@ -46,7 +46,10 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
             "seed");
   EXPECT_EQ(error_of("[model]\n\"odd key\" = 1\n"),
             "/etc/loom/bad.toml:2:1: model.\"odd key\": unknown key; valid keys: path, name, "
-            "max_model_len, chat_template");
+            "max_model_len, chat_template, reasoning_parser, tool_parser, reasoning_start, reasoning_end");
+  // The output parsers' names are checked, listing the valid ones.
+  EXPECT_EQ(error_of("[model]\ntool_parser = \"qwen\"\n"),
+            "/etc/loom/bad.toml:2:15: model.tool_parser: 'qwen' is not one of auto, none, hermes, llama3, mistral");
   EXPECT_EQ(error_of("[plugins]\ndir = []\n"),
             "/etc/loom/bad.toml:2:1: plugins.dir: unknown key (did you mean \"dirs\"?); valid "
             "keys: dirs");

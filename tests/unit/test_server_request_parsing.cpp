@@ -14,8 +14,15 @@ namespace {
 
 TEST(ServerRequestParsing, CompletionDefaults) {
   const CompletionRequest r = parse_completion_request(R"({"prompt": "hi"})");
-  ASSERT_TRUE(r.prompt_text.has_value());
-  EXPECT_EQ(*r.prompt_text, "hi");
+  ASSERT_EQ(r.prompts.size(), 1u);
+  ASSERT_TRUE(r.prompts[0].text.has_value());
+  EXPECT_EQ(*r.prompts[0].text, "hi");
+  EXPECT_FALSE(r.echo);
+  EXPECT_EQ(r.params.best_of, 1);
+  EXPECT_FALSE(r.params.user.has_value());
+  EXPECT_FALSE(r.params.sampling.processing.active());
+  EXPECT_FALSE(r.params.sampling.prompt_logprobs.has_value());
+  EXPECT_TRUE(r.params.sampling.skip_special_tokens);
   EXPECT_FALSE(r.params.model.has_value());
   EXPECT_FALSE(r.params.max_tokens.has_value());
   EXPECT_FALSE(r.params.stream);
@@ -34,8 +41,9 @@ TEST(ServerRequestParsing, CompletionAllFields) {
     "stream_options": {"include_usage": true}, "ignore_eos": true, "echo": false,
     "logprobs": null, "user": "x", "frequency_penalty": 0})");
   EXPECT_EQ(*r.params.model, "m");
-  EXPECT_FALSE(r.prompt_text.has_value());
-  EXPECT_EQ(r.prompt_tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_FALSE(r.prompts[0].text.has_value());
+  EXPECT_EQ(r.prompts[0].tokens, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(*r.params.user, "x");
   EXPECT_EQ(*r.params.max_tokens, 7);
   EXPECT_FLOAT_EQ(r.params.sampling.temperature, 0.0f);
   EXPECT_FLOAT_EQ(r.params.sampling.top_p, 0.5f);
@@ -71,9 +79,15 @@ TEST(ServerRequestParsing, ChoicesLogprobsAndCacheSalt) {
 }
 
 TEST(ServerRequestParsing, PromptForms) {
-  EXPECT_EQ(*parse_completion_request(R"({"prompt": ["one"]})").prompt_text, "one");
-  EXPECT_EQ(parse_completion_request(R"({"prompt": [[5, 6]]})").prompt_tokens,
+  EXPECT_EQ(*parse_completion_request(R"({"prompt": ["one"]})").prompts.at(0).text, "one");
+  EXPECT_EQ(parse_completion_request(R"({"prompt": [[5, 6]]})").prompts.at(0).tokens,
             (std::vector<int32_t>{5, 6}));
+  // A batch keeps its order, strings and token lists alike.
+  const CompletionRequest batch = parse_completion_request(R"({"prompt": ["a", [7], "b"]})");
+  ASSERT_EQ(batch.prompts.size(), 3u);
+  EXPECT_EQ(*batch.prompts[0].text, "a");
+  EXPECT_EQ(batch.prompts[1].tokens, (std::vector<int32_t>{7}));
+  EXPECT_EQ(*batch.prompts[2].text, "b");
   EXPECT_EQ(
       parse_completion_request(R"({"prompt": "", "stop": "x", "top_k": -1})").params.sampling.stop,
       (std::vector<std::string>{"x"}));
@@ -106,6 +120,61 @@ void expect_rejected(const BadCase& c, bool chat) {
   }
 }
 
+TEST(ServerRequestParsing, PenaltiesBiasStopIdsBestOfEcho) {
+  const CompletionRequest r = parse_completion_request(R"({"prompt": "a",
+    "presence_penalty": 0.5, "frequency_penalty": -1.5, "repetition_penalty": 1.25,
+    "logit_bias": {"7": -100, "12": 2.5}, "min_tokens": 3, "stop_token_ids": [2, 9],
+    "n": 2, "best_of": 5, "echo": true, "logprobs": 2, "user": "u-1", "skip_special_tokens": false})");
+  EXPECT_FALSE(r.params.sampling.skip_special_tokens);
+  const LogitsProcessing& p = r.params.sampling.processing;
+  EXPECT_EQ(p.presence_penalty, 0.5f);
+  EXPECT_EQ(p.frequency_penalty, -1.5f);
+  EXPECT_EQ(p.repetition_penalty, 1.25f);
+  // nlohmann's object iterates keys in name order: "12" before "7".
+  EXPECT_EQ(p.logit_bias, (std::vector<std::pair<int32_t, float>>{{12, 2.5f}, {7, -100.0f}}));
+  EXPECT_EQ(p.min_tokens, 3);
+  EXPECT_EQ(p.stop_token_ids, (std::vector<int32_t>{2, 9}));
+  EXPECT_EQ(r.params.n, 2);
+  EXPECT_EQ(r.params.best_of, 5);
+  EXPECT_TRUE(r.echo);
+  // echo + logprobs scores the prompt with as many alternatives, inside the logprobs object.
+  EXPECT_EQ(*r.params.sampling.prompt_logprobs, 2);
+  EXPECT_FALSE(r.prompt_logprobs_field);
+  EXPECT_EQ(*r.params.user, "u-1");
+
+  const CompletionRequest v = parse_completion_request(R"({"prompt": "a", "prompt_logprobs": 1})");
+  EXPECT_EQ(*v.params.sampling.prompt_logprobs, 1);
+  EXPECT_TRUE(v.prompt_logprobs_field);
+  // Chat: safety_identifier is OpenAI's newer name for user.
+  EXPECT_EQ(*parse_chat_request(R"({"messages": [{"role": "user", "content": "x"}], "safety_identifier": "s"})")
+                 .params.user,
+            "s");
+}
+
+TEST(ServerRequestParsing, SamplingFieldRejections) {
+  const BadCase cases[] = {
+      {R"({"prompt": "a", "presence_penalty": 2.5})", "presence_penalty", "must be in [-2"},
+      {R"({"prompt": "a", "frequency_penalty": -3})", "frequency_penalty", "must be in [-2"},
+      {R"({"prompt": "a", "repetition_penalty": 0})", "repetition_penalty", "must be in (0"},
+      {R"({"prompt": "a", "logit_bias": [1]})", "logit_bias", "must be an object"},
+      {R"({"prompt": "a", "logit_bias": {"x": 1}})", "logit_bias", "key 'x' is not a token id"},
+      {R"({"prompt": "a", "logit_bias": {"-3": 1}})", "logit_bias", "key '-3' is not a token id"},
+      {R"({"prompt": "a", "logit_bias": {"3": 101}})", "logit_bias", "must be in [-100, 100]"},
+      {R"({"prompt": "a", "logit_bias": {"3": "1"}})", "logit_bias", "'logit_bias.3' must be a number"},
+      {R"({"prompt": "a", "min_tokens": -1})", "min_tokens", "must be in [0"},
+      {R"({"prompt": "a", "stop_token_ids": 3})", "stop_token_ids", "must be an array"},
+      {R"({"prompt": "a", "stop_token_ids": [1, -1]})", "stop_token_ids[1]", "must be in [0"},
+      {R"({"prompt": "a", "n": 3, "best_of": 2})", "best_of", "must be at least 'n' (3)"},
+      {R"({"prompt": "a", "best_of": 2, "stream": true})", "best_of", "cannot be streamed"},
+      {R"({"prompt": "a", "prompt_logprobs": 21})", "prompt_logprobs", "must be in [0, 20]"},
+      {R"({"prompt": "a", "echo": 1})", "echo", "'echo' must be a boolean"},
+      {R"({"prompt": "a", "user": 1})", "user", "'user' must be a string"},
+      {R"({"prompt": "a", "suffix": "tail"})", "suffix", "'suffix' is not supported"},
+      {R"({"prompt": "a", "frobnicate": 1})", "frobnicate", "unknown field 'frobnicate'"},
+  };
+  for (const BadCase& c : cases) expect_rejected(c, /*chat=*/false);
+}
+
 TEST(ServerRequestParsing, CompletionRejections) {
   const BadCase cases[] = {
       {"{", "", "not valid JSON"},
@@ -114,8 +183,8 @@ TEST(ServerRequestParsing, CompletionRejections) {
       {R"({"max_tokens": 3})", "prompt", "'prompt' is required"},
       {R"({"prompt": 5})", "prompt", "'prompt' must be a string or an array"},
       {R"({"prompt": []})", "prompt", "empty array"},
-      {R"({"prompt": ["a", "b"]})", "prompt", "batched prompts are not supported"},
-      {R"({"prompt": [[1], [2]]})", "prompt", "batched prompts"},
+      {R"({"prompt": ["a", 5]})", "prompt[1]", "'prompt[1]' must be a string or an array of token ids"},
+      {R"({"prompt": [[1], []]})", "prompt[1]", "'prompt[1]' must not be an empty array"},
       {R"({"prompt": [1, "x"]})", "prompt[1]", "'prompt[1]' must be an integer, got a string"},
       {R"({"prompt": [1, -2]})", "prompt[1]", "'prompt[1]' must be in [0, 2147483647], got -2"},
       {R"({"prompt": "a", "model": 3})", "model", "'model' must be a string"},
@@ -177,8 +246,11 @@ TEST(ServerRequestParsing, ChatRejections) {
       {R"({"messages": []})", "messages", "must not be empty"},
       {R"({"messages": ["hi"]})", "messages[0]", "'messages[0]' must be an object"},
       {R"({"messages": [{"content": "x"}]})", "messages[0].role", "'messages[0].role' is required"},
-      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].role",
-       "expected one of system, user, assistant"},
+      {R"({"messages": [{"role": "robot", "content": "x"}]})", "messages[0].role",
+       "expected one of system, user, assistant, tool"},
+      // Tool results are accepted in history, but must say which call they answer.
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0].tool_call_id",
+       "'messages[0].tool_call_id' is required in a tool message"},
       {R"({"messages": [{"role": "user"}]})", "messages[0].content", "is required"},
       {R"({"messages": [{"role": "user", "content": 7}]})", "messages[0].content",
        "must be a string or an array of text parts"},
