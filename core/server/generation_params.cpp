@@ -91,6 +91,7 @@ GenerationParams parse_generation_params(const Json& body, bool chat) {
   s.ignore_eos = read_bool(body, "ignore_eos", "ignore_eos").value_or(false);
   out.stream = read_bool(body, "stream", "stream").value_or(false);
   read_stream_options(body, out);
+  out.slo = parse_slo_fields(body);
   return out;
 }
 

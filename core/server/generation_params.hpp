@@ -7,6 +7,7 @@
 
 #include "core/engine/engine_api.hpp"
 #include "core/server/json_fields.hpp"
+#include "core/server/slo_request.hpp"
 
 namespace loom {
 
@@ -20,6 +21,7 @@ struct GenerationParams {
   bool include_usage = false;  // stream_options.include_usage
   int32_t n = 1;               // choices
   uint64_t cache_salt = 0;     // hash of `cache_salt`; 0 = none
+  SloRequestFields slo;        // priority, slo targets, tenant (core/server/slo_request.hpp)
 };
 
 // A nonzero 64-bit hash (FNV-1a) of a cache_salt string.

@@ -24,6 +24,7 @@ void submit(const ApiContext& api, const std::shared_ptr<HttpExchange>& exchange
                                                    info.max_model_len, fallback, prompt_param);
   request.n = params.n;
   request.cache_salt = params.cache_salt;
+  apply_slo_fields(params.slo, request);
   StreamSettings settings{make_response_meta(kind, info.name), params.stream,
                           params.stream && params.include_usage,
                           static_cast<int32_t>(prompt.size()), params.n,
@@ -39,6 +40,7 @@ void handle_completions(const ApiContext& api, const HttpRequest& request,
   reply_errors(*exchange, [&] {
     api.check_api_key(request);
     CompletionRequest parsed = parse_completion_request(request.body());
+    apply_slo_headers(request, parsed.params.slo);
     api.check_model(parsed.params.model);
     std::vector<int32_t> prompt = parsed.prompt_text
                                       ? api.engine.tokenizer().encode(*parsed.prompt_text, true)
@@ -52,6 +54,7 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
   reply_errors(*exchange, [&] {
     api.check_api_key(request);
     ChatRequest parsed = parse_chat_request(request.body());
+    apply_slo_headers(request, parsed.params.slo);
     api.check_model(parsed.params.model);
     const ChatTemplate* chat_template = api.chat_template();
     const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages);
