@@ -46,6 +46,30 @@ struct RuntimeConfig {
   bool operator==(const RuntimeConfig&) const = default;
 };
 
+// One `[[slo.class]]` entry: the targets a request of this priority gets when it sets none.
+struct SloClassConfig {
+  int32_t priority = 0;  // the API's priority (lower runs first)
+  int32_t ttft_ms = 0;   // 0 = no target
+  int32_t tpot_ms = 0;
+  bool operator==(const SloClassConfig&) const = default;
+};
+
+// [slo]: request classes, admission control and load shedding (the core's, whatever the
+// scheduler). Admission is off by default; with it on, a request is refused with 429 when the
+// queue is full or its predicted TTFT exceeds its target by more than ttft_factor.
+struct SloConfig {
+  std::vector<SloClassConfig> classes;  // by priority; a priority not listed has no targets
+  bool admission = false;
+  double ttft_factor = 2.0;       // refuse when predicted TTFT > target * factor
+  int32_t max_queue_len = 0;      // most requests waiting; 0 = no limit
+  int64_t max_queued_tokens = 0;  // most prompt tokens waiting; 0 = no limit
+  // Priorities >= this are best effort: they are refused at half of each limit, so they shed first.
+  int32_t best_effort_priority = 1;
+  int32_t goodput_window_s = 60;   // the sliding window of the goodput gauge
+  int32_t calibration_steps = 0;   // synthetic steps timed at start-up to seed the step-time model
+  bool operator==(const SloConfig&) const = default;
+};
+
 // One `[<kind>]` table: which plugin implements the kind and that plugin's own settings.
 struct PluginTable {
   std::string plugin;              // name: loads libloom-<kind>-<plugin>.so
@@ -61,6 +85,7 @@ struct Config {
   RuntimeConfig runtime;
   std::vector<std::string> plugin_dirs;  // [plugins] dirs, absolute, searched in order
   std::string log_level = "info";        // trace, debug, info, warn, error, off
+  SloConfig slo;
   PluginTable attention{"naive"};
   PluginTable quantization{"auto"};  // the plugin that claims the file's weight types
   PluginTable scheduler{"fcfs"};

@@ -5,6 +5,7 @@
 
 #include "core/config/config.hpp"
 #include "core/config/config_rules.hpp"
+#include "core/config/slo_config.hpp"
 #include "core/config/toml_reader.hpp"
 
 namespace loom {
@@ -61,6 +62,7 @@ void check_config(const Config& config) {
   if (auto problem = config_rules::check_log_level(config.log_level)) {
     problems.add(SourcePos{}, "logging.level", *problem);
   }
+  config_detail::check_slo(problems, config.slo);
   check_plugin(problems, "attention", config.attention);
   check_plugin(problems, "quantization", config.quantization);
   check_plugin(problems, "scheduler", config.scheduler);

@@ -12,6 +12,7 @@
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
 #include "core/config/config_rules.hpp"
+#include "core/config/slo_config.hpp"
 #include "core/config/toml_json.hpp"
 #include "core/config/toml_reader.hpp"
 
@@ -27,9 +28,9 @@ using config_detail::type_name;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-constexpr std::array<std::string_view, 11> kTopLevelTables = {
-    "model",        "server",    "runtime", "plugins",       "logging",       "attention",
-    "quantization", "scheduler", "cache",   "cache_offload", "semantic_cache"};
+constexpr std::array<std::string_view, 12> kTopLevelTables = {
+    "model",        "server",    "runtime", "plugins",       "logging",        "slo",
+    "attention",    "quantization", "scheduler", "cache", "cache_offload", "semantic_cache"};
 
 // Paths in a config are relative to the config file, so a config works from any directory;
 // they are stored absolute so the effective config does too.
@@ -279,6 +280,11 @@ Config parse_config(std::string_view toml_text, const std::string& source_path, 
   if (const toml::table* t = table_of("logging")) {
     TableReader reader(*t, "logging", problems);
     read_logging(reader, config.log_level);
+    reader.reject_unknown_keys();
+  }
+  if (const toml::table* t = table_of("slo")) {
+    TableReader reader(*t, "slo", problems);
+    config_detail::read_slo(reader, config.slo);
     reader.reject_unknown_keys();
   }
 

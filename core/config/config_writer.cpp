@@ -4,6 +4,7 @@
 
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
+#include "core/config/slo_config.hpp"
 #include "core/config/toml_json.hpp"
 
 namespace loom {
@@ -69,6 +70,7 @@ std::string to_toml(const Config& c) {
 
   out += "\n[logging]\n";
   line(out, "level", toml_string(c.log_level));
+  out += config_detail::slo_toml(c.slo);
 
   plugin_section(out, "attention", c.attention);
   plugin_section(out, "quantization", c.quantization);

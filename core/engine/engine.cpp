@@ -4,8 +4,11 @@
 #include <chrono>
 #include <span>
 
+#include <nlohmann/json.hpp>
+
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
+#include "core/engine/admission.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
@@ -15,6 +18,27 @@ int64_t now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// The scheduler's per-step token budget, for admission's TTFT prediction: its
+// max_num_batched_tokens when its table sets one, else the budget of the in-tree schedulers.
+int32_t step_tokens_of(const PluginTable& scheduler) {
+  const auto json = nlohmann::json::parse(scheduler.config_json, nullptr, /*allow_exceptions=*/false);
+  if (json.is_object()) {
+    const auto it = json.find("max_num_batched_tokens");
+    if (it != json.end() && it->is_number_integer() && it->get<int64_t>() > 0)
+      return static_cast<int32_t>(std::min<int64_t>(it->get<int64_t>(), 1 << 30));
+  }
+  return 2048;
+}
+
+// The [slo] class defaults fill what the request left unset.
+void apply_class_defaults(const SloConfig& slo, GenerateRequest& request) {
+  for (const SloClassConfig& c : slo.classes) {
+    if (c.priority != request.priority) continue;
+    if (request.slo.ttft_ms == 0) request.slo.ttft_ms = c.ttft_ms;
+    if (request.slo.tpot_ms == 0) request.slo.tpot_ms = c.tpot_ms;
+  }
 }
 
 }  // namespace
@@ -31,9 +55,19 @@ const char* finish_reason_name(FinishReason r) {
 
 Engine::Engine(const Config& config)
     : stack_(std::make_unique<RuntimeStack>(config)),
+      slo_(config.slo),
+      step_tokens_(step_tokens_of(config.scheduler)),
       seed_rng_(config.runtime.seed),
       constraints_(*stack_->tokenizer),
-      metrics_(stack_->max_model_len) {
+      metrics_(stack_->max_model_len, config.slo.goodput_window_s) {
+  stack_->set_step_model(&step_model_);
+  if (slo_.calibration_steps > 0) {
+    stack_->calibrate(slo_.calibration_steps, step_model_);
+    const StepCoefficients c = step_model_.coefficients();
+    LOOM_LOG_INFO("step-time model after {} calibration steps: {:.1f} us + {:.3f} us/prefill token + {:.3f} us/decode "
+                  "token + {:.5f} us/KV token",
+                  c.samples, c.base_us, c.per_prefill_token_us, c.per_decode_token_us, c.per_kv_token_us);
+  }
   info_.name = config.model.name;
   info_.max_model_len = stack_->max_model_len;
   info_.vocab_size = stack_->tokenizer->vocab_size();
@@ -103,9 +137,22 @@ uint64_t Engine::submit(GenerateRequest request) {
   const bool share = stack_->can_fork();
   const int32_t queued = share ? 1 : n;
   const uint64_t id = next_id_.fetch_add(static_cast<uint64_t>(queued));
+  apply_class_defaults(slo_, request);
   const int64_t arrival = now_us();
   std::lock_guard<std::mutex> lock(inbox_mutex_);
   LOOM_CHECK(!stopping_, "the engine is shutting down");
+  {
+    QueueLoad load{queued_requests_, queued_tokens_, 0};
+    {
+      std::lock_guard<std::mutex> stats_lock(stats_mutex_);
+      load.running = stats_.num_running;
+    }
+    const AdmissionAsk ask{request.priority, static_cast<int32_t>(prompt.size()), request.slo.ttft_ms};
+    if (auto refusal = admission_check(slo_, load, ask, step_model_.coefficients(), step_tokens_)) {
+      metrics_.on_rejected(refusal->reason);
+      throw Overloaded(std::move(*refusal));
+    }
+  }
   const uint64_t seed = request.sampling.seed ? *request.sampling.seed : seed_rng_();
   for (int32_t i = 0; i < queued; ++i) {
     GenerateRequest copy = i + 1 < queued ? request : std::move(request);
@@ -113,6 +160,8 @@ uint64_t Engine::submit(GenerateRequest request) {
                                                 *stack_->tokenizer, arrival, seed + static_cast<uint64_t>(i),
                                                 id, i);
     if (share) state->num_unforked = n - 1;
+    ++queued_requests_;
+    queued_tokens_ += state->num_prompt_tokens;
     inbox_requests_.push_back(std::move(state));
   }
   inbox_cv_.notify_one();
@@ -133,7 +182,8 @@ EngineStats Engine::stats() const {
     std::lock_guard<std::mutex> lock(stats_mutex_);
     s = stats_;
   }
-  metrics_.snapshot_into(s);
+  metrics_.snapshot_into(s, now_us());
+  s.slo.step_model = step_model_.coefficients();
   return s;
 }
 
@@ -192,7 +242,7 @@ RequestState& Engine::admit(std::unique_ptr<RequestState> req) {
   auto& slot = requests_[id];
   slot = std::move(req);
   if (slot->sampling.grammar) slot->constraint = constraints_.start(slot->sampling.grammar);
-  metrics_.on_arrival(id, slot->arrival_time_us);
+  metrics_.on_arrival(id, slot->arrival_time_us, slot->priority, slot->slo);
   try {
     stack_->scheduler_add(slot->view());
   } catch (const std::exception& e) {
@@ -218,7 +268,10 @@ void Engine::step() {
   // Queue depth and KV use change at scheduling: publish before the (long) forward pass.
   publish_stats();
   if (plan.seqs.empty()) return;
-  for (const PlannedSeq& s : plan.seqs) metrics_.on_scheduled(s.request->id, schedule_us);
+  for (const PlannedSeq& s : plan.seqs) {
+    metrics_.on_scheduled(s.request->id, schedule_us);
+    leave_queue(*s.request);
+  }
   const int64_t step_tokens = plan.num_scheduled_tokens;
 
   // execute: one flat batch of every scheduled token the tier did not restore.
@@ -228,6 +281,7 @@ void Engine::step() {
   // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
   const int64_t sampled_us = now_us();
   metrics_.on_step(step_tokens);
+  observe_step(plan, sampled_us - schedule_us);
 
   update(plan, schedule_us, sampled_us);
 }
@@ -328,12 +382,15 @@ void Engine::fork_choices(RequestState& parent, std::span<const float> row, int6
     request.prompt.assign(parent.token_ids.begin(), parent.token_ids.begin() + parent.num_prompt_tokens);
     request.sampling = parent.sampling;
     request.priority = parent.priority;
+    request.slo = parent.slo;
+    request.tenant_id = parent.tenant_id;
     request.cache_salt = parent.cache_salt;
     request.sink = parent.sink;
     const uint64_t child_id = next_id_.fetch_add(1);
     auto child = std::make_unique<RequestState>(child_id, std::move(request), *stack_->tokenizer,
                                                 parent.arrival_time_us, parent.seed + static_cast<uint64_t>(i),
                                                 parent.group, parent.index + i);
+    child->queued = false;  // never counted: it is scheduled the moment it exists
     // No room to share: the child computes its prompt itself, as a fallback request would.
     if (!stack_->fork(parent_view, child_id)) {
       LOOM_LOG_DEBUG("request {}: no KV room to fork choice {}; it recomputes its prompt", parent.group, i);
@@ -396,8 +453,33 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vecto
   if (done) finish(req, *finish_reason, {});
 }
 
+void Engine::leave_queue(RequestState& req) {
+  if (!req.queued) return;
+  req.queued = false;
+  std::lock_guard<std::mutex> lock(inbox_mutex_);
+  --queued_requests_;
+  queued_tokens_ -= req.num_prompt_tokens;
+}
+
+// Prompt tokens (a chunk, or a recompute after preemption) and decode tokens are told apart by
+// whether the request's prompt was already computed; kv counts every sequence's context after it.
+void Engine::observe_step(const StepPlan& plan, int64_t wall_us) {
+  StepSample sample;
+  sample.wall_us = wall_us;
+  for (size_t i = 0; i < plan.batch.size(); ++i) {
+    const SeqSchedule& b = plan.batch[i];
+    const RequestState& req = *plan.seqs[i].request;
+    const auto n = static_cast<int32_t>(b.token_ids.size());
+    const bool decode = n == 1 && req.num_computed_tokens >= req.num_prompt_tokens;
+    (decode ? sample.decode_tokens : sample.prefill_tokens) += n;
+    sample.kv_tokens += b.start_pos + n;
+  }
+  step_model_.observe(sample);
+}
+
 void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
   const uint64_t id = req.id;
+  leave_queue(req);
   stack_->release(id);
   // A request finished by emit() has already sent its final output; abort/error send one here,
   // also for the choices it had yet to fork (so every choice of the request ends).

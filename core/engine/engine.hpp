@@ -18,6 +18,7 @@
 #include "core/engine/request_metrics.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/runtime_stack.hpp"
+#include "core/engine/step_time_model.hpp"
 
 namespace loom {
 
@@ -58,8 +59,15 @@ class Engine final : public EngineInterface {
   // Registers a request on the engine thread and hands it to the scheduler.
   RequestState& admit(std::unique_ptr<RequestState> req);
   void publish_stats();
+  // The request left the queue (first scheduled, or finished before): admission's load drops.
+  void leave_queue(RequestState& req);
+  // The plan's measured step, for the step-time model.
+  void observe_step(const StepPlan& plan, int64_t wall_us);
 
   std::unique_ptr<RuntimeStack> stack_;
+  SloConfig slo_;
+  int32_t step_tokens_ = 2048;  // the scheduler's max_num_batched_tokens, for TTFT prediction
+  StepTimeModel step_model_;    // fitted on the engine thread; read by any
   ModelInfo info_;
 
   // Inbox shared with HTTP threads.
@@ -70,11 +78,13 @@ class Engine final : public EngineInterface {
   bool stopping_ = false;
   std::atomic<uint64_t> next_id_{1};
   std::mt19937_64 seed_rng_;  // guarded by inbox_mutex_: seeds for requests without one
+  // Admission's view of the queue (guarded by inbox_mutex_ so check and enqueue are one step).
+  int32_t queued_requests_ = 0;
+  int64_t queued_tokens_ = 0;
 
   // Engine-thread state.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> groups_;  // submitted id -> live choice ids
-  std::vector<float> logits_;  // [n_sampled, vocab]
   ConstraintRegistry constraints_;
   std::vector<float> masked_row_;  // [vocab]: a constrained request's row after its mask
   std::vector<float> logits_;  // [n_logits, vocab]: one per sampled sequence, a chunk's all for prompt logprobs

@@ -12,6 +12,7 @@
 
 #include "core/common/histogram.hpp"
 #include "core/engine/logits_processors.hpp"
+#include "core/engine/slo_snapshot.hpp"
 #include "core/engine/sampler.hpp"
 
 namespace loom {
@@ -71,10 +72,22 @@ struct GenerationOutput {
 
 using OutputSink = std::function<void(GenerationOutput&&)>;
 
+// A request's service-level targets in milliseconds; 0 = none. Unset targets take the [slo]
+// class defaults of the request's priority at submit.
+struct SloTargets {
+  int32_t ttft_ms = 0;  // time to first token, from arrival
+  int32_t tpot_ms = 0;  // time per output token after the first
+  bool operator==(const SloTargets&) const = default;
+};
+
 struct GenerateRequest {
   std::vector<int32_t> prompt;  // token ids, BOS included when wanted
   SamplingParams sampling;
+  // As vLLM: lower runs first; 0 by default. (Schedulers see -priority in loom_request_view,
+  // whose priority is "larger = more urgent".)
   int32_t priority = 0;
+  SloTargets slo;
+  uint64_t tenant_id = 0;  // fair-share key (hash of x-gateway-inference-fairness-id or user); 0 = none
   // Choices, 1..kMaxChoices. With a seed s, choice i samples with seed s + i, so its text equals
   // an n = 1 request's with that seed. The prompt is computed once and its KV shared (when the
   // cache plugin can fork); every choice ends with its own final output.
@@ -118,6 +131,7 @@ struct EngineStats {
   HistogramSnapshot request_prompt_tokens;
   HistogramSnapshot request_generation_tokens;
   HistogramSnapshot iteration_tokens;   // tokens computed per engine step
+  SloSnapshot slo;                      // SLO attainment, refusals, goodput, step-time model
 };
 
 struct ModelInfo {

@@ -38,7 +38,7 @@ std::vector<double> one_two_five_buckets(int64_t max_value) {
   }
 }
 
-RequestMetrics::RequestMetrics(int32_t max_model_len)
+RequestMetrics::RequestMetrics(int32_t max_model_len, int32_t goodput_window_s)
     : time_to_first_token_(ttft_buckets()),
       inter_token_latency_(per_token_buckets()),
       time_per_output_token_(per_token_buckets()),
@@ -48,15 +48,21 @@ RequestMetrics::RequestMetrics(int32_t max_model_len)
       decode_time_(request_phase_buckets()),
       prompt_tokens_(one_two_five_buckets(max_model_len)),
       generation_tokens_(one_two_five_buckets(max_model_len)),
-      iteration_tokens_(iteration_buckets()) {}
+      iteration_tokens_(iteration_buckets()),
+      slo_(goodput_window_s) {}
 
-void RequestMetrics::on_arrival(uint64_t id, int64_t arrival_us) {
-  live_[id].arrival_us = arrival_us;
+void RequestMetrics::on_arrival(uint64_t id, int64_t arrival_us, int32_t priority, SloTargets slo) {
+  Timeline& t = live_[id];
+  t.arrival_us = arrival_us;
+  t.priority = priority;
+  t.slo = slo;
 }
 
 void RequestMetrics::on_scheduled(uint64_t id, int64_t now_us) {
   auto it = live_.find(id);
-  if (it != live_.end() && it->second.first_scheduled_us < 0) it->second.first_scheduled_us = now_us;
+  if (it == live_.end() || it->second.first_scheduled_us >= 0) return;
+  it->second.first_scheduled_us = now_us;
+  slo_.on_queue_wait(it->second.priority, now_us - it->second.arrival_us);
 }
 
 void RequestMetrics::on_token(uint64_t id, int64_t now_us) {
@@ -66,6 +72,7 @@ void RequestMetrics::on_token(uint64_t id, int64_t now_us) {
   if (t.first_token_us < 0) {
     t.first_token_us = now_us;
     time_to_first_token_.observe(seconds(now_us - t.arrival_us));
+    t.ttft_met = slo_.on_first_token(t.priority, now_us - t.arrival_us, t.slo.ttft_ms);
   } else {
     inter_token_latency_.observe(seconds(now_us - t.last_token_us));
   }
@@ -82,6 +89,8 @@ void RequestMetrics::on_finished(uint64_t id, FinishReason reason, int32_t promp
   if (it == live_.end()) return;
   const Timeline t = it->second;
   live_.erase(it);
+  if (reason == FinishReason::kAbort) slo_.on_aborted();
+  if (reason == FinishReason::kError) slo_.on_failed();
   if (reason != FinishReason::kStop && reason != FinishReason::kLength) return;
   const int64_t e2e_us = now_us - t.arrival_us;
   e2e_latency_.observe(seconds(e2e_us));
@@ -93,13 +102,17 @@ void RequestMetrics::on_finished(uint64_t id, FinishReason reason, int32_t promp
   if (t.first_token_us < 0) return;
   if (t.first_scheduled_us >= 0) prefill_time_.observe(seconds(t.first_token_us - t.first_scheduled_us));
   decode_time_.observe(seconds(now_us - t.first_token_us));
+  int64_t tpot_us = -1;
   if (generation_tokens > 1) {
     const int64_t ttft_us = t.first_token_us - t.arrival_us;
     time_per_output_token_.observe(seconds(e2e_us - ttft_us) / (generation_tokens - 1));
+    tpot_us = (e2e_us - ttft_us) / (generation_tokens - 1);
   }
+  slo_.on_success(t.priority, t.ttft_met, tpot_us, t.slo.tpot_ms, now_us);
 }
 
-void RequestMetrics::snapshot_into(EngineStats& s) const {
+void RequestMetrics::snapshot_into(EngineStats& s, int64_t now_us) const {
+  s.slo = slo_.snapshot(now_us);
   s.time_to_first_token = time_to_first_token_.snapshot();
   s.inter_token_latency = inter_token_latency_.snapshot();
   s.time_per_output_token = time_per_output_token_.snapshot();

@@ -16,6 +16,7 @@
 
 #include "core/common/histogram.hpp"
 #include "core/engine/engine_api.hpp"
+#include "core/engine/slo_metrics.hpp"
 
 namespace loom {
 
@@ -24,10 +25,10 @@ std::vector<double> one_two_five_buckets(int64_t max_value);
 
 class RequestMetrics {
  public:
-  explicit RequestMetrics(int32_t max_model_len);
+  explicit RequestMetrics(int32_t max_model_len, int32_t goodput_window_s = 60);
 
-  // Engine thread only.
-  void on_arrival(uint64_t id, int64_t arrival_us);
+  // Engine thread only. `priority` (the API's) and the targets feed the SLO counters.
+  void on_arrival(uint64_t id, int64_t arrival_us, int32_t priority = 0, SloTargets slo = {});
   // Every time the request is scheduled; only the first one counts (a preempted request's
   // queue time is its wait before it first ran).
   void on_scheduled(uint64_t id, int64_t now_us);
@@ -40,8 +41,10 @@ class RequestMetrics {
   void on_finished(uint64_t id, FinishReason reason, int32_t prompt_tokens,
                    int32_t generation_tokens, int64_t now_us);
 
-  // Any thread.
-  void snapshot_into(EngineStats& stats) const;
+  // Any thread. now_us ends the goodput window.
+  void snapshot_into(EngineStats& stats, int64_t now_us = 0) const;
+  // Any thread: a request refused before it was queued (admission control).
+  void on_rejected(const std::string& reason) { slo_.on_rejected(reason); }
 
  private:
   struct Timeline {
@@ -49,6 +52,9 @@ class RequestMetrics {
     int64_t first_scheduled_us = -1;
     int64_t first_token_us = -1;
     int64_t last_token_us = -1;
+    int32_t priority = 0;
+    SloTargets slo;
+    bool ttft_met = true;
   };
 
   std::unordered_map<uint64_t, Timeline> live_;  // engine thread only
@@ -62,6 +68,7 @@ class RequestMetrics {
   Histogram prompt_tokens_;
   Histogram generation_tokens_;
   Histogram iteration_tokens_;
+  SloMetrics slo_;
 };
 
 }  // namespace loom

@@ -10,6 +10,8 @@ RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenize
       max_total_tokens(num_prompt_tokens + request.sampling.max_tokens),
       sampling(std::move(request.sampling)),
       priority(request.priority),
+      slo(request.slo),
+      tenant_id(request.tenant_id),
       arrival_time_us(now_us),
       sink(std::move(request.sink)),
       group(group_),
@@ -33,9 +35,14 @@ loom_request_view RequestState::view() const {
   v.num_prompt_tokens = num_prompt_tokens;
   v.num_computed_tokens = num_computed_tokens;
   v.max_total_tokens = max_total_tokens;
-  v.priority = priority;
+  // The view's priority is "larger = more urgent"; the API's is vLLM's "lower runs first". The
+  // server keeps priorities within +-INT32_MAX, so the negation cannot overflow.
+  v.priority = -priority;
   v.arrival_time_us = arrival_time_us;
   v.cache_salt = cache_salt;
+  v.ttft_target_ms = slo.ttft_ms;
+  v.tpot_target_ms = slo.tpot_ms;
+  v.tenant_id = tenant_id;
   return v;
 }
 

@@ -31,7 +31,10 @@ struct RequestState {
   int32_t num_computed_tokens = 0;  // tokens whose K/V are in the cache
   int32_t max_total_tokens;         // prompt + max_tokens
   SamplingParams sampling;
-  int32_t priority;
+  int32_t priority;        // the API's: lower runs first (the view carries -priority)
+  SloTargets slo;
+  uint64_t tenant_id;
+  bool queued = true;      // counted in the engine's admission load until first scheduled
   int64_t arrival_time_us;
   OutputSink sink;
   uint64_t group;        // the id submit() returned: abort() cancels every choice under it

@@ -1,7 +1,9 @@
 #include "core/engine/runtime_stack.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <iterator>
 #include <string_view>
 
 #include "core/common/error.hpp"
@@ -195,6 +197,64 @@ bool RuntimeStack::kv_fits(int32_t max_total_tokens, std::string& reason) const 
            " tokens cannot fit in the KV cache, which holds at most " + std::to_string(max_fit_tokens_) +
            " tokens per request";
   return false;
+}
+
+void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
+  const int32_t block_size = batch_builder_->block_size();
+  const int32_t wipe = kv_pool_->shape().num_blocks - 1;  // never written here: still all zero
+  // (prefill tokens, decode sequences, context of each decode): shapes that separate the four
+  // coefficients. The first one runs twice, the first time untimed (page faults, cold caches).
+  static constexpr int32_t kShapes[][3] = {{64, 0, 0},  {8, 4, 64},   {256, 0, 0}, {32, 8, 128},
+                                           {128, 2, 256}, {16, 16, 32}, {512, 0, 0}, {0, 8, 512}};
+  constexpr int32_t kNumShapes = static_cast<int32_t>(std::size(kShapes));
+  std::vector<int32_t> tokens(static_cast<size_t>(max_model_len), 0);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i % 7 + 1);
+  std::vector<std::vector<int32_t>> tables;
+  std::vector<SeqSchedule> seqs;
+  std::vector<float> logits;
+  int32_t touched = 0;
+  for (int32_t step = -1; step < steps; ++step) {
+    const auto& shape = kShapes[std::max(step, 0) % kNumShapes];
+    const int32_t prefill = std::min(shape[0], max_model_len);
+    const int32_t context = std::min(shape[2], max_model_len);
+    tables.clear();
+    seqs.clear();
+    int32_t next_block = 0;
+    // Each sequence gets blocks of its own (no two write one slot), as long as the pool lasts.
+    auto take = [&](int32_t len) -> bool {
+      const int32_t n = (len + block_size - 1) / block_size;
+      if (next_block + n > wipe) return false;
+      std::vector<int32_t> table(static_cast<size_t>(n));
+      for (int32_t b = 0; b < n; ++b) table[static_cast<size_t>(b)] = next_block++;
+      tables.push_back(std::move(table));
+      return true;
+    };
+    tables.reserve(static_cast<size_t>(1 + shape[1]));
+    StepSample sample;
+    if (prefill > 0 && take(prefill)) {
+      seqs.push_back(SeqSchedule{std::span<const int32_t>(tokens.data(), static_cast<size_t>(prefill)), 0,
+                                 tables.back(), true});
+      sample.prefill_tokens = prefill;
+      sample.kv_tokens += prefill;
+    }
+    for (int32_t d = 0; d < shape[1] && context > 0 && take(context); ++d) {
+      seqs.push_back(SeqSchedule{std::span<const int32_t>(tokens.data() + context - 1, 1), context - 1,
+                                 tables.back(), true});
+      ++sample.decode_tokens;
+      sample.kv_tokens += context;
+    }
+    touched = std::max(touched, next_block);
+    if (seqs.empty()) continue;
+    const auto start = std::chrono::steady_clock::now();
+    batch_builder_->build(seqs, batch_);
+    executor_->execute(batch_, logits);
+    sample.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
+                         .count();
+    if (step >= 0) model.observe(sample);
+    LOOM_LOG_DEBUG("calibration step: {} prefill + {} decode tokens, {} KV tokens: {} us", sample.prefill_tokens,
+                   sample.decode_tokens, sample.kv_tokens, sample.wall_us);
+  }
+  for (int32_t b = 0; b < touched; ++b) kv_pool_->copy_block(wipe, b);
 }
 
 void RuntimeStack::scheduler_add(const loom_request_view& view) { scheduler_handle_->add(view); }

@@ -18,6 +18,7 @@
 #include "core/engine/request_state.hpp"
 #include "core/engine/step_plan.hpp"
 #include "core/engine/step_scheduler.hpp"
+#include "core/engine/step_time_model.hpp"
 #include "core/engine/swap_coordinator.hpp"
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/kv_pool.hpp"
@@ -57,6 +58,14 @@ class RuntimeStack {
   // The longest request (prompt + max_tokens) the KV pool can ever hold, found once at load by
   // asking the cache plugin; used to refuse requests synchronously on HTTP threads.
   bool kv_fits(int32_t max_total_tokens, std::string& reason) const;
+
+  // Schedulers see this model's predictions (loom_sched_context::predicted_step_us); it must
+  // outlive the stack. Null: they see 0.
+  void set_step_model(const StepTimeModel* model) { step_scheduler_->set_step_model(model); }
+  // Times `steps` synthetic steps of varied shape (prefill tokens, decodes, context) and feeds
+  // them to `model`. Only before the first request: it writes K/V into free blocks and wipes
+  // them after with the last block, still zero.
+  void calibrate(int32_t steps, StepTimeModel& model);
 
   void scheduler_add(const loom_request_view& view);
   using RequestLookup = StepScheduler::RequestLookup;

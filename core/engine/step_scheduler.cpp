@@ -1,6 +1,9 @@
 #include "core/engine/step_scheduler.hpp"
 
+#include <chrono>
+#include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
 #include "core/common/error.hpp"
@@ -20,8 +23,21 @@ loom_status StepScheduler::get_request(void* host_ctx, uint64_t request_id, loom
   const auto* call = static_cast<const Call*>(host_ctx);
   const RequestState* req = (*call->lookup)(request_id);
   if (req == nullptr || out == nullptr) return LOOM_ERR_NOT_FOUND;
-  *out = req->view();
+  // A plugin built before the view grew (interface 1.1 and older) passes its shorter struct_size
+  // (or none): it gets the fields through cache_salt, the view as it was then.
+  constexpr size_t kView11 = offsetof(loom_request_view, ttft_target_ms);
+  const size_t n = out->struct_size >= sizeof(loom_request_view) ? sizeof(loom_request_view) : kView11;
+  const loom_request_view v = req->view();
+  std::memcpy(out, &v, n);
+  out->struct_size = static_cast<uint32_t>(n);
   return LOOM_OK;
+}
+
+int64_t StepScheduler::predicted_step_us(void* host_ctx, int32_t prefill_tokens, int32_t decode_tokens,
+                                         int64_t kv_tokens) {
+  const auto* call = static_cast<const Call*>(host_ctx);
+  const StepTimeModel* model = call->self->step_model_;
+  return model == nullptr ? 0 : model->predict_us(prefill_tokens, decode_tokens, kv_tokens);
 }
 
 loom_status StepScheduler::preempt(void* host_ctx, uint64_t request_id, int32_t mode, loom_error_buf* err) {
@@ -42,7 +58,15 @@ loom_status StepScheduler::preempt(void* host_ctx, uint64_t request_id, int32_t 
     return fail(LOOM_ERR_INVALID_ARGUMENT, what + "already preempted in this step");
   try {
     const auto m = static_cast<loom_preempt_mode>(mode);
+    const auto start = std::chrono::steady_clock::now();
     const int32_t swapped = call->self->swaps_->preempt(*req, m);
+    if (m == LOOM_PREEMPT_SWAP && swapped > 0) {
+      const double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
+      // Restoring copies the same bytes back: twice the save is the whole cost.
+      const double per_token = 2.0 * us / swapped;
+      double& avg = call->self->swap_us_per_token_;
+      avg = avg == 0 ? per_token : 0.8 * avg + 0.2 * per_token;
+    }
     call->plan->preempted.push_back(Preemption{request_id, m, swapped});
   } catch (const Error& e) {
     return fail(e.code(), what + e.what());
@@ -71,6 +95,8 @@ void StepScheduler::schedule(const RequestLookup& lookup, int64_t now_us, StepPl
   ctx.now_us = now_us;
   ctx.swap_available = swaps_->swap_available() ? 1 : 0;
   ctx.preempt = &StepScheduler::preempt;
+  ctx.predicted_step_us = &StepScheduler::predicted_step_us;
+  ctx.swap_us_per_token = swap_us_per_token_;
   loom_sched_output out{};
   out.struct_size = sizeof(out);
   out.scheduled = scheduled_.data();

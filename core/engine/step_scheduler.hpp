@@ -14,6 +14,7 @@
 #include "core/engine/plugin_handles.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/step_plan.hpp"
+#include "core/engine/step_time_model.hpp"
 #include "core/engine/swap_coordinator.hpp"
 
 namespace loom {
@@ -29,6 +30,10 @@ class StepScheduler {
   // plugin fails or breaks the contract of loom/scheduler.h (e.g. schedules a request it
   // preempted in the same call).
   void schedule(const RequestLookup& lookup, int64_t now_us, StepPlan& plan);
+  // What ctx->predicted_step_us answers from (null: 0). Must outlive this object.
+  void set_step_model(const StepTimeModel* model) { step_model_ = model; }
+  // Measured swap cost per token (saving now and restoring later), 0 until a swap was timed.
+  double swap_us_per_token() const { return swap_us_per_token_; }
 
   static constexpr int32_t kReasonSize = 256;  // bytes per rejection reason, NUL included
 
@@ -36,6 +41,7 @@ class StepScheduler {
   struct Call;  // the host_ctx of one schedule() call
   static loom_status get_request(void* host_ctx, uint64_t request_id, loom_request_view* out);
   static loom_status preempt(void* host_ctx, uint64_t request_id, int32_t mode, loom_error_buf* err);
+  static int64_t predicted_step_us(void* host_ctx, int32_t prefill_tokens, int32_t decode_tokens, int64_t kv_tokens);
   void collect(const loom_sched_output& out, const RequestLookup& lookup, StepPlan& plan);
 
   const SchedulerHandle* scheduler_;
@@ -47,6 +53,8 @@ class StepScheduler {
   std::vector<uint64_t> rejected_;
   std::vector<char> reasons_;  // [capacity, kReasonSize]
   std::unordered_set<uint64_t> preempted_ids_;
+  const StepTimeModel* step_model_ = nullptr;
+  double swap_us_per_token_ = 0;  // moving average over timed swap-outs, times two (the restore)
 };
 
 }  // namespace loom

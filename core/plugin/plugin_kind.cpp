@@ -45,6 +45,9 @@ const std::vector<KindInfo>& all_kinds() {
            // 1.1 grows only host-owned structs (loom_sched_context: swap_available, preempt;
            // loom_sched_output: rejected_reasons, reason_size): the plugin's sizes stay.
            {1, sizeof(loom_scheduler_vtable), sizeof(loom_scheduler_create_args)},
+           // 1.2 grows the context (predicted_step_us, swap_us_per_token) and the request view
+           // (SLO targets, tenant), which the host fills to the plugin's struct_size.
+           {2, sizeof(loom_scheduler_vtable), sizeof(loom_scheduler_create_args)},
        }},
       {LOOM_KIND_CACHE, "cache", LOOM_CACHE_IFACE_MAJOR, LOOM_CACHE_IFACE_MINOR,
        {

@@ -47,6 +47,7 @@ void reply_errors(HttpExchange& exchange, Fn&& fn);
 }  // namespace loom
 
 #include "core/common/error.hpp"
+#include "core/engine/admission.hpp"
 
 namespace loom {
 
@@ -56,6 +57,11 @@ void reply_errors(HttpExchange& exchange, Fn&& fn) {
     fn();
   } catch (const ApiError& e) {
     exchange.reply(api_error_reply(e));
+  } catch (const Overloaded& e) {
+    // Admission control refused it: 429, the reason as the code, and when to come back.
+    ApiError error(429, e.what(), std::nullopt, "rate_limit_exceeded", e.refusal().reason);
+    error.retry_after_s = e.refusal().retry_after_s;
+    exchange.reply(api_error_reply(error));
   } catch (const Error& e) {
     exchange.reply(api_error_reply(ApiError(400, e.what())));
   }

@@ -2,6 +2,7 @@
 // throws it; the routes turn it into `{"error": {...}}` and the server keeps serving.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -22,6 +23,7 @@ struct ApiError : std::runtime_error {
   std::string type;                  // OpenAI's error type, e.g. "invalid_request_error"
   std::optional<std::string> param;  // the request field at fault, when one is
   std::optional<std::string> code;   // e.g. "model_not_found"; null otherwise
+  int32_t retry_after_s = 0;         // > 0: sent as Retry-After (a 429 from admission control)
 };
 
 // A 400 about one request field.

@@ -174,6 +174,7 @@ GenerationParams parse_generation_params(const Json& body, bool chat) {
   if (out.stream && out.best_of > out.n) {
     throw bad_field("best_of", "'best_of' greater than 'n' cannot be streamed (the best choices are known only at the end)");
   }
+  out.slo = parse_slo_fields(body);
   return out;
 }
 

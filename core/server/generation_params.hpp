@@ -7,6 +7,7 @@
 
 #include "core/engine/engine_api.hpp"
 #include "core/server/json_fields.hpp"
+#include "core/server/slo_request.hpp"
 
 namespace loom {
 
@@ -24,6 +25,7 @@ struct GenerationParams {
   int32_t best_of = 1;
   uint64_t cache_salt = 0;     // hash of `cache_salt`; 0 = none
   std::optional<std::string> user;  // OpenAI's end-user id: recorded in the request log line
+  SloRequestFields slo;        // priority, slo targets, tenant (core/server/slo_request.hpp)
 };
 
 inline constexpr size_t kMaxLogitBias = 300;    // OpenAI's limit on logit_bias entries

@@ -27,6 +27,7 @@ GenerateRequest make_request(const ApiContext& api, ApiKind kind, const Generati
   if (params.best_of > params.n && !request.sampling.logprobs) request.sampling.logprobs = 0;
   request.n = params.best_of;
   request.cache_salt = params.cache_salt;
+  apply_slo_fields(params.slo, request);
   request.prompt = std::move(prompt);
   return request;
 }
@@ -77,6 +78,7 @@ void handle_completions(const ApiContext& api, const HttpRequest& request,
   reply_errors(*exchange, [&] {
     api.check_api_key(request);
     CompletionRequest parsed = parse_completion_request(request.body());
+    apply_slo_headers(request, parsed.params.slo);
     api.check_model(parsed.params.model);
     StreamSettings settings = make_settings(api, ApiKind::kCompletion, parsed.params);
     settings.echo = parsed.echo;
@@ -106,6 +108,7 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
   reply_errors(*exchange, [&] {
     api.check_api_key(request);
     ChatRequest parsed = parse_chat_request(request.body());
+    apply_slo_headers(request, parsed.params.slo);
     api.check_model(parsed.params.model);
     const ChatTemplate* chat_template = api.chat_template();
     const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages);

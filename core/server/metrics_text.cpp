@@ -2,9 +2,12 @@
 
 #include <charconv>
 #include <cmath>
+#include <algorithm>
 #include <initializer_list>
 #include <string>
+#include <tuple>
 #include <utility>
+#include <vector>
 
 namespace loom {
 namespace {
@@ -52,6 +55,25 @@ class MetricsWriter {
     for (const auto& [label_value, value] : series)
       sample(name, std::string(label) + "=\"" + escape_label(label_value) + "\"", value);
   }
+  // One series per (label value, value), label values known only at run time.
+  void add_series(const char* base_name, const char* type, const char* help, const char* label,
+                  const std::vector<std::pair<std::string, double>>& series) {
+    const std::string name = prefix_ + base_name;
+    header(name, type, help);
+    for (const auto& [label_value, value] : series)
+      sample(name, std::string(label) + "=\"" + escape_label(label_value) + "\"", value);
+  }
+  // A summary without quantiles, one _sum and _count per label value.
+  void add_summary(const char* base_name, const char* help, const char* label,
+                   const std::vector<std::tuple<std::string, double, double>>& series) {
+    const std::string name = prefix_ + base_name;
+    header(name, "summary", help);
+    for (const auto& [label_value, sum, count] : series) {
+      const std::string l = std::string(label) + "=\"" + escape_label(label_value) + "\"";
+      sample(name + "_sum", l, sum);
+      sample(name + "_count", l, count);
+    }
+  }
   // _bucket series (cumulative, le inclusive, ending with +Inf), then _count and _sum.
   void add_histogram(const char* base_name, const char* help, const HistogramSnapshot& h) {
     const std::string name = prefix_ + base_name;
@@ -84,6 +106,49 @@ class MetricsWriter {
 };
 
 double num(int64_t v) { return static_cast<double>(v); }
+
+// Per priority class: SLO attainment and queue wait; refusals by reason; goodput; the step-time
+// model. The three admission reasons are always listed, so a dashboard sees zeros, not gaps.
+void add_slo_metrics(MetricsWriter& w, const SloSnapshot& slo) {
+  using Series = std::vector<std::pair<std::string, double>>;
+  auto per_class = [&](int64_t SloClassCounts::*field) {
+    Series out;
+    for (const SloClassCounts& c : slo.classes) out.emplace_back(std::to_string(c.priority), num(c.*field));
+    return out;
+  };
+  w.add_series("request_slo_ttft_met_total", "counter", "Requests whose time to first token met their target, by priority.",
+               "priority", per_class(&SloClassCounts::ttft_met));
+  w.add_series("request_slo_ttft_missed_total", "counter", "Requests whose time to first token missed their target, by priority.",
+               "priority", per_class(&SloClassCounts::ttft_missed));
+  w.add_series("request_slo_tpot_met_total", "counter", "Requests whose time per output token met their target, by priority.",
+               "priority", per_class(&SloClassCounts::tpot_met));
+  w.add_series("request_slo_tpot_missed_total", "counter", "Requests whose time per output token missed their target, by priority.",
+               "priority", per_class(&SloClassCounts::tpot_missed));
+  std::vector<std::tuple<std::string, double, double>> waits;
+  for (const SloClassCounts& c : slo.classes)
+    waits.emplace_back(std::to_string(c.priority), c.queue_wait_seconds_sum, num(c.queue_wait_count));
+  w.add_summary("request_queue_wait_seconds", "Time from arrival to first scheduled, by priority.", "priority", waits);
+  Series rejected = {{"queue_full", 0}, {"queued_tokens_exceeded", 0}, {"ttft_unattainable", 0}};
+  for (const auto& [reason, n] : slo.rejected) {
+    auto it = std::find_if(rejected.begin(), rejected.end(), [&](const auto& r) { return r.first == reason; });
+    if (it != rejected.end()) it->second = num(n); else rejected.emplace_back(reason, num(n));
+  }
+  w.add_series("num_requests_rejected_total", "counter", "Requests refused with 429 by admission control, by reason.",
+               "reason", rejected);
+  w.add("num_requests_aborted_total", "counter", "Requests cancelled before they finished.", num(slo.aborted));
+  w.add("num_requests_failed_total", "counter",
+        "Requests finished with an error (e.g. their deadline passed in the queue).", num(slo.failed));
+  w.add("request_goodput", "gauge", "Requests per second that met every SLO target, over the goodput window.",
+        slo.goodput);
+  w.add("request_goodput_window_seconds", "gauge", "The sliding window of request_goodput.", slo.goodput_window_s);
+  const StepCoefficients& m = slo.step_model;
+  w.add_series("step_time_model_us", "gauge",
+               "Step-time model: predicted step us = base + prefill_token*prefill + decode_token*decode + kv_token*kv.",
+               "term",
+               {{"base", m.base_us}, {"prefill_token", m.per_prefill_token_us}, {"decode_token", m.per_decode_token_us},
+                {"kv_token", m.per_kv_token_us}});
+  w.add("step_time_model_samples_total", "counter", "Steps the step-time model has been fitted on.", num(m.samples));
+}
 
 }  // namespace
 
@@ -147,6 +212,7 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name,
                   s.request_generation_tokens);
   w.add_histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.",
                   s.iteration_tokens);
+  add_slo_metrics(w, s.slo);
   return w.take();
 }
 

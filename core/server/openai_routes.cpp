@@ -64,7 +64,9 @@ void handle_metrics(const ApiContext& api, const ExchangePtr& ex) {
 }  // namespace
 
 HttpReply api_error_reply(const ApiError& error) {
-  return HttpReply{error.status, "application/json", error_json(error), {}};
+  HttpReply reply{error.status, "application/json", error_json(error), {}};
+  if (error.retry_after_s > 0) reply.headers.emplace_back("Retry-After", std::to_string(error.retry_after_s));
+  return reply;
 }
 
 HttpReply api_error_reply(unsigned status, const std::string& message) {

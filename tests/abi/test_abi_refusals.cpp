@@ -100,15 +100,15 @@ TEST_F(AbiRefusals, ScoreZeroGivesThePluginsReason) {
 TEST_F(AbiRefusals, InterfaceMajorMismatchShowsBothVersions) {
   EXPECT_EQ(refusal(spec_of("major_newer")),
             head("major_newer") +
-                "scheduler interface 2.1 is incompatible with the host's 1.1 "
+                "scheduler interface 2.2 is incompatible with the host's 1.2 "
                 "(major 2 != 1)");
 }
 
 TEST_F(AbiRefusals, InterfaceMinorNewerShowsBothVersions) {
   EXPECT_EQ(refusal(spec_of("minor_newer")),
             head("minor_newer") +
-                "scheduler interface 1.8 is newer than the host's 1.1 "
-                "(minor 8 > 1); update the host");
+                "scheduler interface 1.9 is newer than the host's 1.2 "
+                "(minor 9 > 2); update the host");
 }
 
 TEST_F(AbiRefusals, KindMismatch) {

@@ -168,6 +168,13 @@ std::vector<BatchConfig> batch_configs() {
        true, true},
       {"radix_b64_flash", "flash_cpu", continuous(64),
        "[cache]\nplugin = \"radix\"\nkv_memory = \"64MiB\"\ncheck_invariants = true\n"},
+      // scheduler/slo: EDF, TPOT-sized chunks (a 1 ms bound, so chunks are cut to the floor) and
+      // priority preemption must not change a greedy text either.
+      {"slo_pagedPrefix_b64_flash", "flash_cpu",
+       "[scheduler]\nplugin = \"slo\"\nmax_num_seqs = 64\nmax_num_batched_tokens = 64\ndefault_tpot_ms = 1\n",
+       paged(true)},
+      {"slo_tinyPaged_b64_naive_preempts", "naive",
+       "[scheduler]\nplugin = \"slo\"\nmax_num_seqs = 64\nmax_num_batched_tokens = 64\n", kTinyPaged, true},
   };
   return configs;
 }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -70,6 +71,11 @@ struct Req {
   int32_t priority = 0;
   int32_t generated = 0;
   int32_t computed = 0;
+  // Interface 1.2 fields; arrival -1 = the id (ids are given in arrival order).
+  int32_t ttft_ms = 0;
+  int32_t tpot_ms = 0;
+  uint64_t tenant = 0;
+  int64_t arrival_us = -1;
   int32_t num_tokens() const { return prompt + generated; }
 };
 
@@ -88,6 +94,13 @@ class SchedulerSteps : public ::testing::Test {
     const loom_request_view v = view(id);
     sched_->call("add_request", &loom_scheduler_vtable::add_request, &v);
   }
+  // A request with SLO targets and an explicit arrival time (scripted clock).
+  void add_slo(uint64_t id, int32_t prompt, int32_t max_total, int32_t priority, int32_t ttft_ms, int32_t tpot_ms,
+               int64_t arrival_us, uint64_t tenant = 0) {
+    reqs_[id] = Req{prompt, max_total, priority, 0, 0, ttft_ms, tpot_ms, tenant, arrival_us};
+    const loom_request_view v = view(id);
+    sched_->call("add_request", &loom_scheduler_vtable::add_request, &v);
+  }
   loom_request_view view(uint64_t id) {
     const Req& r = reqs_.at(id);
     loom_request_view v{};
@@ -98,7 +111,10 @@ class SchedulerSteps : public ::testing::Test {
     v.num_computed_tokens = r.computed;
     v.max_total_tokens = r.max_total;
     v.priority = r.priority;
-    v.arrival_time_us = static_cast<int64_t>(id);  // ids are given in arrival order
+    v.arrival_time_us = r.arrival_us >= 0 ? r.arrival_us : static_cast<int64_t>(id);  // ids in arrival order
+    v.ttft_target_ms = r.ttft_ms;
+    v.tpot_target_ms = r.tpot_ms;
+    v.tenant_id = r.tenant;
     return v;
   }
   static loom_status get_request(void* ctx, uint64_t id, loom_request_view* out) {
@@ -110,11 +126,19 @@ class SchedulerSteps : public ::testing::Test {
   // What the host does for a proposed preemption: free the blocks now, restart from token 0.
   static loom_status preempt(void* ctx, uint64_t id, int32_t mode, loom_error_buf*) {
     auto* self = static_cast<SchedulerSteps*>(ctx);
-    if (!self->reqs_.count(id) || mode != LOOM_PREEMPT_RECOMPUTE) return LOOM_ERR_INVALID_ARGUMENT;
+    if (!self->reqs_.count(id)) return LOOM_ERR_INVALID_ARGUMENT;
+    if (mode != LOOM_PREEMPT_RECOMPUTE && !(mode == LOOM_PREEMPT_SWAP && self->swap_available_))
+      return LOOM_ERR_INVALID_ARGUMENT;
     self->cache_.held.erase(id);
     self->reqs_.at(id).computed = 0;
     self->preempted_.push_back(id);
+    self->modes_.push_back(mode);
     return LOOM_OK;
+  }
+  // The scripted step-time model (interface 1.2); 0 without one.
+  static int64_t predicted(void* ctx, int32_t prefill, int32_t decode, int64_t kv) {
+    auto* self = static_cast<SchedulerSteps*>(ctx);
+    return self->model_ ? self->model_(prefill, decode, kv) : 0;
   }
   // One step as the engine runs it: schedule (preempting as proposed); drop the rejected; advance
   // computed tokens, sample a token for every request whose tokens are all computed, and finish
@@ -126,6 +150,10 @@ class SchedulerSteps : public ::testing::Test {
     ctx.host_ctx = this;
     ctx.get_request = &SchedulerSteps::get_request;
     ctx.preempt = &SchedulerSteps::preempt;
+    ctx.now_us = now_us_;
+    ctx.swap_available = swap_available_ ? 1 : 0;
+    ctx.predicted_step_us = &SchedulerSteps::predicted;
+    ctx.swap_us_per_token = swap_us_per_token_;
     std::vector<loom_scheduled_request> s(16);
     std::vector<uint64_t> pre(16), rej(16);
     constexpr int32_t kReasonSize = 64;
@@ -141,6 +169,7 @@ class SchedulerSteps : public ::testing::Test {
     out.rejected_reasons = reasons.data();
     out.reason_size = kReasonSize;
     preempted_.clear();
+    modes_.clear();
     sched_->call("schedule", &loom_scheduler_vtable::schedule, &ctx, &out);
     EXPECT_EQ(out.num_preempted, 0) << "interface 1.1 preempts through ctx.preempt";
     rejected_.assign(rej.begin(), rej.begin() + out.num_rejected);
@@ -184,6 +213,12 @@ class SchedulerSteps : public ::testing::Test {
   FakeCache cache_;
   std::map<uint64_t, Req> reqs_;
   Ids preempted_, rejected_;  // of the last step; preempted_ in the order proposed
+  std::vector<int32_t> modes_;  // the mode of each of preempted_
+  // Interface 1.2 context: a scripted clock, step-time model and swap cost.
+  int64_t now_us_ = 0;
+  std::function<int64_t(int32_t, int32_t, int64_t)> model_;
+  bool swap_available_ = false;
+  double swap_us_per_token_ = 0;
   std::vector<std::string> reasons_;  // one per rejected_
 };
 

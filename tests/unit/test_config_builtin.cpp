@@ -33,11 +33,15 @@ TEST(ConfigBuiltin, TheBuiltInDefaults) {
   EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler,
-            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64})"}));
+            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64,"max_step_ms":50})"}));
   // No kv_memory: loom-server sizes the pool at start-up from memory_utilization.
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16})"}));
   EXPECT_EQ(c.kv_dtype, "f32");
   EXPECT_EQ(c.memory_utilization, 0.9);
+  // Admission off, no class targets; the step-time model calibrated with 8 steps at start-up.
+  SloConfig slo;
+  slo.calibration_steps = 8;
+  EXPECT_EQ(c.slo, slo);
 }
 
 TEST(ConfigBuiltin, AFileOnlyAddsToTheBase) {
@@ -49,7 +53,7 @@ TEST(ConfigBuiltin, AFileOnlyAddsToTheBase) {
   Config expected = base;
   expected.source_path = kFile;
   expected.server.port = 9000;
-  expected.scheduler.config_json = R"({"max_num_batched_tokens":2048,"max_num_seqs":8})";
+  expected.scheduler.config_json = R"({"max_num_batched_tokens":2048,"max_num_seqs":8,"max_step_ms":50})";
   expected.cache.config_json = R"({"block_size":16,"kv_memory":"1MiB"})";
   EXPECT_EQ(c, expected);
 }

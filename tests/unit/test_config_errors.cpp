@@ -63,7 +63,7 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
 
 TEST(ConfigErrors, UnknownTopLevelTableOrKeyListsTheValidTables) {
   const std::string valid =
-      "valid tables: model, server, runtime, plugins, logging, attention, quantization, "
+      "valid tables: model, server, runtime, plugins, logging, slo, attention, quantization, "
       "scheduler, cache, cache_offload, semantic_cache";
   EXPECT_EQ(error_of("[sever]\nport = 1\n"),
             "/etc/loom/bad.toml:1:2: sever: unknown table (did you mean \"server\"?); " + valid);
@@ -201,7 +201,7 @@ TEST(ConfigErrors, EveryProblemIsReportedAtOnceInSourceOrder) {
       "/etc/loom/bad.toml:12:10: attention.plugin: must be a plugin name of letters, digits, "
       "'_' or '-', got \"a.b\"\n"
       "/etc/loom/bad.toml:13:2: sever: unknown table (did you mean \"server\"?); valid "
-      "tables: model, server, runtime, plugins, logging, attention, quantization, "
+      "tables: model, server, runtime, plugins, logging, slo, attention, quantization, "
       "scheduler, cache, cache_offload, semantic_cache");
 }
 

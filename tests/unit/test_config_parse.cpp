@@ -297,6 +297,16 @@ dirs = []
 [logging]
 level = "info"
 
+[slo]
+classes = []
+admission = false
+ttft_factor = 2.0
+max_queue_len = 0
+max_queued_tokens = 0
+best_effort_priority = 1
+goodput_window_s = 60
+calibration_steps = 0
+
 [attention]
 plugin = "naive"
 
@@ -349,7 +359,7 @@ TEST(ConfigParse, LoadsTheDefaultConfigFile) {
   EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler,
-            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64})"}));
+            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64,"max_step_ms":50})"}));
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16})"}));
   EXPECT_EQ(c.memory_utilization, 0.9);
   EXPECT_FALSE(c.cache_offload.has_value());

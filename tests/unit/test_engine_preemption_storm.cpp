@@ -181,6 +181,11 @@ const std::string kFcfs = "[scheduler]\nplugin = \"fcfs\"\n" + kBudget;
 const std::string kStatic = "[scheduler]\nplugin = \"static\"\n" + kBudget;
 // It never chunks a prefill, so its budget must cover max_model_len.
 const std::string kPriority = "[scheduler]\nplugin = \"priority\"\nmax_num_seqs = 64\nmax_num_batched_tokens = 512\n";
+const std::string kSlo = "[scheduler]\nplugin = \"slo\"\n" + kBudget;
+#ifdef LOOM_SCHEDULER_1_1_PLUGIN
+// scheduler/fcfs built against the interface 1.1 headers (request views without the SLO fields).
+const std::string kFcfs11 = "[scheduler]\nplugin = \"fcfs\"\npath = \"" LOOM_SCHEDULER_1_1_PLUGIN "\"\n";
+#endif
 #ifdef LOOM_SCHEDULER_1_0_PLUGIN
 // Interface 1.0: it frees its victims itself, so even with a tier they recompute.
 const std::string kFcfs10 = "[scheduler]\nplugin = \"fcfs10\"\npath = \"" LOOM_SCHEDULER_1_0_PLUGIN "\"\n";
@@ -197,7 +202,14 @@ std::vector<StormCase> cases() {
       {"static_hostTier", kStatic, true, false, true},
       {"priority", kPriority, false, true, false},
       {"priority_hostTier", kPriority, true, false, true},
+      {"slo", kSlo, false, true, false},
+      // Unmeasured swaps are chosen (to measure them), so the first victims swap.
+      {"slo_hostTier", kSlo, true, false, true},
   };
+#ifdef LOOM_SCHEDULER_1_1_PLUGIN
+  all.push_back({"fcfs11_interface1_1", kFcfs11, false, true, false});
+  all.push_back({"fcfs11_interface1_1_hostTier", kFcfs11, true, false, true});
+#endif
 #ifdef LOOM_SCHEDULER_1_0_PLUGIN
   all.push_back({"fcfs10_interface1_0", kFcfs10, false, true, false});
   all.push_back({"fcfs10_interface1_0_hostTier", kFcfs10, true, false, false});

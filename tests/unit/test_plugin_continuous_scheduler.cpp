@@ -157,3 +157,33 @@ TEST_F(Continuous, ConfigErrors) {
 
 }  // namespace
 }  // namespace loom::test
+
+namespace loom::test {
+namespace {
+
+class ContinuousTimed : public SchedulerSteps {
+ protected:
+  ContinuousTimed() : SchedulerSteps("continuous") {}
+};
+
+// max_step_ms with a scripted step-time model, t = 1000 us + 100 us per prompt token + 200 us per
+// decode token: a 3 ms step beside one decode holds 18 prompt tokens.
+TEST_F(ContinuousTimed, MaxStepMsCutsPrefillChunksToThePredictedStep) {
+  make(R"({"max_num_batched_tokens": 64, "max_step_ms": 3})", 1000);
+  model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  add(1, 2, 100);
+  EXPECT_EQ(step(), (Sched{{1, 2}}));
+  add(2, 40, 100);
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  model_ = nullptr;  // no model: no bound
+  add(3, 30, 100);
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 4}, {3, 30}}));
+  model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  add(4, 30, 100);
+  // Three decodes take 1600 us of the 3000; 14 prompt tokens fit. Decodes are never cut.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 1}, {3, 1}, {4, 16}}));  // 14 < the floor of 16 a step keeps
+}
+
+}  // namespace
+}  // namespace loom::test

@@ -59,6 +59,43 @@ std::string empty_histogram(const std::string& name, const std::string& help) {
          "_sum" + m + " 0\n";
 }
 
+// The SLO block of an empty SloSnapshot: headers, the three admission reasons at 0, the plain
+// counters and gauges at 0, the four model terms at 0.
+std::string empty_slo_block() {
+  auto head = [](const std::string& name, const std::string& type, const std::string& help) {
+    return "# HELP loom:" + name + " " + help + "\n# TYPE loom:" + name + " " + type + "\n";
+  };
+  const std::string m = "{model_name=\"m\"";
+  return head("request_slo_ttft_met_total", "counter", "Requests whose time to first token met their target, by priority.") +
+         head("request_slo_ttft_missed_total", "counter",
+              "Requests whose time to first token missed their target, by priority.") +
+         head("request_slo_tpot_met_total", "counter", "Requests whose time per output token met their target, by priority.") +
+         head("request_slo_tpot_missed_total", "counter",
+              "Requests whose time per output token missed their target, by priority.") +
+         head("request_queue_wait_seconds", "summary", "Time from arrival to first scheduled, by priority.") +
+         head("num_requests_rejected_total", "counter", "Requests refused with 429 by admission control, by reason.") +
+         "loom:num_requests_rejected_total" + m + ",reason=\"queue_full\"} 0\n" +
+         "loom:num_requests_rejected_total" + m + ",reason=\"queued_tokens_exceeded\"} 0\n" +
+         "loom:num_requests_rejected_total" + m + ",reason=\"ttft_unattainable\"} 0\n" +
+         head("num_requests_aborted_total", "counter", "Requests cancelled before they finished.") +
+         "loom:num_requests_aborted_total" + m + "} 0\n" +
+         head("num_requests_failed_total", "counter",
+              "Requests finished with an error (e.g. their deadline passed in the queue).") +
+         "loom:num_requests_failed_total" + m + "} 0\n" +
+         head("request_goodput", "gauge", "Requests per second that met every SLO target, over the goodput window.") +
+         "loom:request_goodput" + m + "} 0\n" +
+         head("request_goodput_window_seconds", "gauge", "The sliding window of request_goodput.") +
+         "loom:request_goodput_window_seconds" + m + "} 0\n" +
+         head("step_time_model_us", "gauge",
+              "Step-time model: predicted step us = base + prefill_token*prefill + decode_token*decode + kv_token*kv.") +
+         "loom:step_time_model_us" + m + ",term=\"base\"} 0\n" +
+         "loom:step_time_model_us" + m + ",term=\"prefill_token\"} 0\n" +
+         "loom:step_time_model_us" + m + ",term=\"decode_token\"} 0\n" +
+         "loom:step_time_model_us" + m + ",term=\"kv_token\"} 0\n" +
+         head("step_time_model_samples_total", "counter", "Steps the step-time model has been fitted on.") +
+         "loom:step_time_model_samples_total" + m + "} 0\n";
+}
+
 TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
   const std::string expected =
       "# HELP loom:num_requests_running Number of requests in the running batch.\n"
@@ -140,8 +177,73 @@ TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
       empty_histogram("loom:request_prompt_tokens", "Number of prefill tokens processed.") +
       empty_histogram("loom:request_generation_tokens", "Number of generation tokens processed.") +
       empty_histogram("loom:iteration_tokens_total",
-                      "Histogram of number of tokens per engine_step.");
+                      "Histogram of number of tokens per engine_step.") +
+      empty_slo_block();
   EXPECT_EQ(render_metrics(fixed_stats(), "m"), expected);
+}
+
+// Per priority class series, refusals by reason (the three admission reasons first, others
+// after), goodput and the model's coefficients, exactly.
+TEST(ServerMetricsText, SloSnapshotRendersExactly) {
+  EngineStats s;
+  SloClassCounts a;
+  a.priority = -1;
+  a.ttft_met = 3;
+  a.ttft_missed = 1;
+  a.tpot_met = 2;
+  a.queue_wait_seconds_sum = 0.5;
+  a.queue_wait_count = 4;
+  SloClassCounts b;
+  b.priority = 2;
+  b.tpot_missed = 5;
+  s.slo.classes = {a, b};
+  s.slo.rejected = {{"queue_full", 7}, {"other", 1}};
+  s.slo.aborted = 2;
+  s.slo.failed = 1;
+  s.slo.goodput = 0.25;
+  s.slo.goodput_window_s = 60;
+  s.slo.step_model = StepCoefficients{1000, 12.5, 30, 0.125, 9};
+  const std::string text = render_metrics(s, "m");
+  const std::string from = "# HELP loom:request_slo_ttft_met_total";
+  ASSERT_NE(text.find(from), std::string::npos);
+  const std::string m = "loom:";
+  const std::string l = "{model_name=\"m\",";
+  auto drop_comments = [](const std::string& t) {
+    std::string out, line;
+    for (size_t i = 0; i < t.size(); ++i) {
+      line += t[i];
+      if (t[i] != '\n') continue;
+      if (line[0] != '#') out += line;
+      line.clear();
+    }
+    return out;
+  };
+  EXPECT_EQ(drop_comments(text.substr(text.find(from))),
+            m + "request_slo_ttft_met_total" + l + "priority=\"-1\"} 3\n" +
+                m + "request_slo_ttft_met_total" + l + "priority=\"2\"} 0\n" +
+                m + "request_slo_ttft_missed_total" + l + "priority=\"-1\"} 1\n" +
+                m + "request_slo_ttft_missed_total" + l + "priority=\"2\"} 0\n" +
+                m + "request_slo_tpot_met_total" + l + "priority=\"-1\"} 2\n" +
+                m + "request_slo_tpot_met_total" + l + "priority=\"2\"} 0\n" +
+                m + "request_slo_tpot_missed_total" + l + "priority=\"-1\"} 0\n" +
+                m + "request_slo_tpot_missed_total" + l + "priority=\"2\"} 5\n" +
+                m + "request_queue_wait_seconds_sum" + l + "priority=\"-1\"} 0.5\n" +
+                m + "request_queue_wait_seconds_count" + l + "priority=\"-1\"} 4\n" +
+                m + "request_queue_wait_seconds_sum" + l + "priority=\"2\"} 0\n" +
+                m + "request_queue_wait_seconds_count" + l + "priority=\"2\"} 0\n" +
+                m + "num_requests_rejected_total" + l + "reason=\"queue_full\"} 7\n" +
+                m + "num_requests_rejected_total" + l + "reason=\"queued_tokens_exceeded\"} 0\n" +
+                m + "num_requests_rejected_total" + l + "reason=\"ttft_unattainable\"} 0\n" +
+                m + "num_requests_rejected_total" + l + "reason=\"other\"} 1\n" +
+                m + "num_requests_aborted_total{model_name=\"m\"} 2\n" +
+                m + "num_requests_failed_total{model_name=\"m\"} 1\n" +
+                m + "request_goodput{model_name=\"m\"} 0.25\n" +
+                m + "request_goodput_window_seconds{model_name=\"m\"} 60\n" +
+                m + "step_time_model_us" + l + "term=\"base\"} 1000\n" +
+                m + "step_time_model_us" + l + "term=\"prefill_token\"} 12.5\n" +
+                m + "step_time_model_us" + l + "term=\"decode_token\"} 30\n" +
+                m + "step_time_model_us" + l + "term=\"kv_token\"} 0.125\n" +
+                m + "step_time_model_samples_total{model_name=\"m\"} 9\n");
 }
 
 // [server] metrics_prefix = "vllm": the same exposition, every name with vllm: for loom:, so
@@ -154,8 +256,8 @@ TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {
     ++renamed;
   }
   // 26 metrics x (HELP + TYPE), then samples: 14 plain, 4 + 2 labeled, 6 of the TTFT histogram,
-  // 3 of each of the 9 empty histograms.
-  EXPECT_EQ(renamed, 26u * 2 + 14u + 6u + 6u + 9u * 3);
+  // 3 of each of the 9 empty histograms; then the 12 of the SLO block with 12 samples.
+  EXPECT_EQ(renamed, (26u + 12u) * 2 + 14u + 6u + 6u + 9u * 3 + 12u);
   const std::string text = render_metrics(fixed_stats(), "m", "vllm");
   EXPECT_EQ(text, expected);
   EXPECT_EQ(text.find("loom:"), std::string::npos);

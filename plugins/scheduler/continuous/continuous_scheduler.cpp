@@ -11,6 +11,7 @@
 #include "loom/scheduler.h"
 #include "loom/sdk.hpp"
 #include "common/scheduler_support.hpp"
+#include "common/step_time_budget.hpp"
 
 namespace {
 
@@ -23,7 +24,11 @@ struct Config {
   int32_t long_prefill_token_threshold = 0;  // 0 = a prefill chunk may take the whole budget
   bool enable_chunked_prefill = true;
   int32_t preemption_aging_steps = 32;
+  int32_t max_step_ms = 0;  // 0 = no time bound on a step
 };
+
+// While decodes alone exceed max_step_ms, a step still advances prompts by this many tokens.
+constexpr int32_t kMinPrefillChunk = 16;
 
 const loom::sdk::ConfigSpec<Config>& config_keys() {
   static const auto spec = loom_sched::batch_limits<Config>("scheduler continuous")
@@ -32,7 +37,9 @@ const loom::sdk::ConfigSpec<Config>& config_keys() {
       .boolean("enable_chunked_prefill", &Config::enable_chunked_prefill, "split long prompts across steps")
       .integer("preemption_aging_steps", &Config::preemption_aging_steps,
                "preemptions after which a request is spared as a victim, and steps of waiting after "
-               "which it is admitted first", 1);
+               "which it is admitted first", 1)
+      .integer("max_step_ms", &Config::max_step_ms,
+               "longest step planned by the host's step-time model: prefill chunks are cut to fit; 0 = no bound", 0);
   return spec;
 }
 
@@ -51,6 +58,7 @@ struct StepState {
   loom::sdk::SchedStep& step;
   CacheClient& cache;
   int32_t budget;
+  loom_sched::StepTimeBudget time;
   bool preempted_any = false;
   std::unordered_set<uint64_t> scheduled;
 };
@@ -95,9 +103,14 @@ class ContinuousScheduler {
     //    so a large request is not overtaken forever by small ones; one that can never fit the
     //    pool is rejected with the cache's reason. Nothing is admitted in a step that preempted:
     //    the pool is full.
+    // 4. With max_step_ms, every prefill chunk (passes 1 and 3) is also cut to what the host's
+    //    step-time model says fits in the step beside what is already planned, so a decode waits
+    //    about max_step_ms at most for its next token; decodes themselves are never cut, and a
+    //    step still takes 16 prompt tokens when decodes alone fill the bound.
     loom::sdk::SchedStep step(c, o, "scheduler continuous");
     ++step_;
-    StepState st{step, step.cache(), cfg_.max_num_batched_tokens, false, {}};
+    StepState st{step, step.cache(), cfg_.max_num_batched_tokens,
+                 loom_sched::StepTimeBudget(step, int64_t{cfg_.max_step_ms} * 1000), false, {}};
     if (run_pass(st, /*decodes=*/true) && run_pass(st, /*decodes=*/false) && !st.preempted_any) admit_waiting(st);
   }
 
@@ -126,7 +139,9 @@ class ContinuousScheduler {
       if (gap <= 0) continue;
       const bool decode = gap == 1 || req.num_computed_tokens >= req.num_prompt_tokens;
       if (decode != decodes) continue;
-      const int32_t n = std::min(gap, decode ? st.budget : prefill_limit(st.budget));
+      int32_t n = std::min(gap, decode ? st.budget : prefill_limit(st.budget));
+      if (!decode && cfg_.enable_chunked_prefill) n = st.time.largest_chunk(n, req.num_computed_tokens, kMinPrefillChunk);
+      if (n <= 0) continue;
       while (!st.cache.append(req, n)) {
         const size_t v = pick_victim(st.scheduled);
         const bool self = running_[v].id == id;
@@ -137,6 +152,7 @@ class ContinuousScheduler {
       st.step.schedule(id, n, 0);
       st.scheduled.insert(id);
       st.budget -= n;
+      st.time.add(decode, n, req.num_computed_tokens + n);
     }
     return true;
   }
@@ -192,9 +208,12 @@ class ContinuousScheduler {
         // the whole budget never gets one, so it alone takes a fresh step's budget, chunked.
         if (st.budget < cfg_.max_num_batched_tokens) break;
       }
+      if (cfg_.enable_chunked_prefill) limit = st.time.largest_chunk(limit, hit, kMinPrefillChunk);
+      if (limit <= 0) break;
       int32_t n = 0;
       int32_t cached = 0;
       if (!loom_sched::admit(st.cache, req, hit, limit, &n, &cached)) break;
+      st.time.add(false, n, cached + n);
       Entry e = *best;
       waiting_.erase(best);
       running_.push_back(e);

@@ -27,6 +27,10 @@
  * - A request that can never run is listed in out->rejected with its reason in
  *   out->rejected_reasons; the host finishes it with that message and calls remove_request.
  *
+ * Interface 1.2 adds time: the step-time model (ctx->predicted_step_us), the measured swap cost
+ * (ctx->swap_us_per_token) and the request's SLO targets and tenant in loom_request_view. 1.1
+ * plugins still load: the host fills their (shorter) request views only up to cache_salt.
+ *
  * Interface 1.0 schedulers (no preempt, no reasons) still load: they free a victim's blocks
  * themselves and list it in out->preempted; the host then resets it to recompute (it cannot swap
  * blocks already freed) and asks the cache for a rejected request's reason. */
@@ -41,7 +45,7 @@ extern "C" {
 #endif
 
 #define LOOM_SCHEDULER_IFACE_MAJOR 1
-#define LOOM_SCHEDULER_IFACE_MINOR 1
+#define LOOM_SCHEDULER_IFACE_MINOR 2
 
 typedef struct loom_scheduler_create_args {
   uint32_t struct_size;
@@ -75,6 +79,15 @@ typedef struct loom_sched_context {
   /* Preempts a running request now (see the contract at the top); mode is a loom_preempt_mode.
    * LOOM_ERR_INVALID_ARGUMENT for an unknown or already preempted id, or SWAP without a tier. */
   loom_status (*preempt)(void* host_ctx, uint64_t request_id, int32_t mode, loom_error_buf* err);
+  /* --- interface 1.2 --- */
+  /* The host's step-time model, fitted online from measured steps (core/engine/step_time_model):
+   * predicted wall microseconds of a step that computes prefill_tokens prompt tokens and
+   * decode_tokens decode tokens while attending to kv_tokens context tokens in all. 0 while the
+   * host knows nothing yet (no calibration, no step measured). */
+  int64_t (*predicted_step_us)(void* host_ctx, int32_t prefill_tokens, int32_t decode_tokens, int64_t kv_tokens);
+  /* Measured cost of preempting by swap, microseconds per token (save now plus restore later);
+   * 0 = not measured yet. With predicted_step_us it lets a scheduler choose swap or recompute. */
+  double swap_us_per_token;
 } loom_sched_context;
 
 typedef struct loom_scheduled_request {

@@ -18,6 +18,19 @@
 
 namespace loom::sdk {
 
+#if LOOM_SCHEDULER_IFACE_MINOR >= 2
+// A request's interface-1.2 fields, read only when the host filled them (its view is long enough).
+struct RequestSlo {
+  int32_t ttft_target_ms = 0;  // 0 = none
+  int32_t tpot_target_ms = 0;
+  uint64_t tenant_id = 0;
+};
+inline RequestSlo request_slo(const loom_request_view& v) {
+  if (v.struct_size < offsetof(loom_request_view, tenant_id) + sizeof(v.tenant_id)) return {};
+  return RequestSlo{v.ttft_target_ms, v.tpot_target_ms, v.tenant_id};
+}
+#endif
+
 class SchedStep {
  public:
   // Checks the arguments and empties the output's lists. `plugin` prefixes error messages.
@@ -50,6 +63,28 @@ class SchedStep {
     err_.clear();
     check(ctx_.preempt(ctx_.host_ctx, id, mode, err_.buf()), err_, "host preempt");
   }
+
+#if LOOM_SCHEDULER_IFACE_MINOR >= 2
+  // Interface 1.2: the host's step-time model. Predicted microseconds of a step computing
+  // `prefill` prompt tokens and `decode` decode tokens over `kv` context tokens; 0 when the host
+  // knows nothing yet.
+  int64_t predicted_step_us(int32_t prefill, int32_t decode, int64_t kv) const {
+    if (ctx_.struct_size < offsetof(loom_sched_context, predicted_step_us) + sizeof(ctx_.predicted_step_us) ||
+        ctx_.predicted_step_us == nullptr)
+      return 0;
+    return ctx_.predicted_step_us(ctx_.host_ctx, prefill, decode, kv);
+  }
+  // Measured microseconds per token of preempting by swap (save and restore); 0 = not measured.
+  double swap_us_per_token() const {
+    if (ctx_.struct_size < offsetof(loom_sched_context, swap_us_per_token) + sizeof(ctx_.swap_us_per_token)) return 0;
+    return ctx_.swap_us_per_token;
+  }
+  // Preempts `id` in the mode the scheduler chose (SWAP only when ctx().swap_available).
+  void preempt(uint64_t id, loom_preempt_mode mode) {
+    err_.clear();
+    check(ctx_.preempt(ctx_.host_ctx, id, mode, err_.buf()), err_, "host preempt");
+  }
+#endif
 
   void schedule(uint64_t id, int32_t num_new_tokens, int32_t num_cached_tokens) {
     if (out_.num_scheduled >= out_.scheduled_capacity)

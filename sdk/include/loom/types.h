@@ -84,6 +84,11 @@ typedef struct loom_request_view {
   int32_t priority;             /* larger = more urgent; 0 by default */
   int64_t arrival_time_us;      /* steady-clock microseconds at arrival */
   uint64_t cache_salt;          /* per-tenant isolation key for prefix sharing (0 = none) */
+  /* --- scheduler interface 1.2: present when struct_size covers them (a host fills an older
+   * plugin's shorter view only up to cache_salt) --- */
+  int32_t ttft_target_ms;       /* time-to-first-token target, from arrival; 0 = none */
+  int32_t tpot_target_ms;       /* time-per-output-token target; 0 = none */
+  uint64_t tenant_id;           /* fair-share key (hash of the fairness id or user); 0 = none */
 } loom_request_view;
 
 /* The flat, unpadded batch of one step as attention sees it.
