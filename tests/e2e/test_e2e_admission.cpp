@@ -4,6 +4,8 @@
 // and /metrics accounts for every one of them.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <fstream>
 #include <latch>
 #include <string>
@@ -84,7 +86,13 @@ TEST(E2eAdmission, ClassTargetsFeedThePerClassCounters) {
   body["user"] = "tenant-a";
   EXPECT_EQ(server.client().post("/v1/completions", body.dump(), {{"x-gateway-inference-fairness-id", "t1"}}).status,
             200u);
-  const std::string text = server.client().get("/metrics").body;
+  // The engine counts a request just after its last output is sent: wait (bounded) until the
+  // third one is counted, then every counter must hold exactly.
+  std::string text = server.client().get("/metrics").body;
+  for (int i = 0; i < 200 && metric_sum(text, "loom:request_slo_tpot_met_total", "priority=\"3\"") < 1; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    text = server.client().get("/metrics").body;
+  }
   EXPECT_EQ(metric_sum(text, "loom:request_slo_ttft_met_total", "priority=\"0\""), 1);
   EXPECT_EQ(metric_sum(text, "loom:request_slo_tpot_met_total", "priority=\"0\""), 1);
   EXPECT_EQ(metric_sum(text, "loom:request_slo_ttft_met_total", "priority=\"3\""), 1);  // the header's target
