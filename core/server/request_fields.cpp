@@ -10,7 +10,6 @@ namespace {
 
 constexpr FieldUse kHonoured = FieldUse::kHonoured;
 constexpr FieldUse kRefused = FieldUse::kRefused;
-constexpr FieldUse kOther = FieldUse::kOtherParser;
 
 // name, completions, chat, use, note, allowed values (refused fields).
 constexpr std::array kFields = {
@@ -69,16 +68,16 @@ constexpr std::array kFields = {
     RequestField{"add_generation_prompt", false, true, kHonoured, "chat_prompt", ""},
     RequestField{"chat_template_kwargs", false, true, kHonoured, "chat_prompt: template variables (enable_thinking)", ""},
     // Read by parsers other parts of the server own; wired where their parsers land.
-    RequestField{"response_format", true, true, kOther, "structured_output_request parser (constrained decoding)", ""},
-    RequestField{"structured_outputs", true, true, kOther, "structured_output_request parser (vLLM's form)", ""},
-    RequestField{"guided_json", true, true, kOther, "structured_output_request parser (vLLM's older form)", ""},
-    RequestField{"guided_regex", true, true, kOther, "structured_output_request parser (vLLM's older form)", ""},
-    RequestField{"guided_choice", true, true, kOther, "structured_output_request parser (vLLM's older form)", ""},
-    RequestField{"guided_grammar", true, true, kOther, "structured_output_request parser (vLLM's older form)", ""},
-    RequestField{"grammar", true, true, kOther, "structured_output_request parser (llama.cpp's GBNF field)", ""},
-    RequestField{"json_schema", true, true, kOther, "structured_output_request parser (llama.cpp's field)", ""},
-    RequestField{"priority", true, true, kOther, "the SLO request parser (priority and SLO headers)", ""},
-    RequestField{"slo", true, true, kOther, "the SLO request parser", ""},
+    RequestField{"response_format", true, true, kHonoured, "structured_output_request parser (constrained decoding)", ""},
+    RequestField{"structured_outputs", true, true, kHonoured, "structured_output_request parser (vLLM's form)", ""},
+    RequestField{"guided_json", true, true, kHonoured, "structured_output_request parser (vLLM's older form)", ""},
+    RequestField{"guided_regex", true, true, kHonoured, "structured_output_request parser (vLLM's older form)", ""},
+    RequestField{"guided_choice", true, true, kHonoured, "structured_output_request parser (vLLM's older form)", ""},
+    RequestField{"guided_grammar", true, true, kHonoured, "structured_output_request parser (vLLM's older form)", ""},
+    RequestField{"grammar", true, true, kHonoured, "structured_output_request parser (llama.cpp's GBNF field)", ""},
+    RequestField{"json_schema", true, true, kHonoured, "structured_output_request parser (llama.cpp's field)", ""},
+    RequestField{"priority", true, true, kHonoured, "slo_request: scheduling priority (SLO headers beside it)", ""},
+    RequestField{"slo", true, true, kHonoured, "slo_request: per-request TTFT/TPOT targets", ""},
 };
 
 bool allowed_value(const RequestField& f, const Json& value) {

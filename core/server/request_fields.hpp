@@ -16,7 +16,6 @@ enum class RequestRoute { kCompletions, kChat };
 enum class FieldUse {
   kHonoured,     // read and acted on (the note names the reader)
   kRefused,      // 400 unless absent, null or the harmless value in `allowed_json`
-  kOtherParser,  // read by another component's parser (the note names it)
 };
 
 struct RequestField {
