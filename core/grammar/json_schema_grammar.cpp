@@ -12,6 +12,7 @@
 #include "core/grammar/gbnf_text.hpp"
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/integer_range_gbnf.hpp"
+#include "core/grammar/number_range_gbnf.hpp"
 #include "core/grammar/regex_grammar.hpp"
 
 namespace loom {
@@ -50,17 +51,17 @@ const std::set<std::string> kKeywords = {"type",     "properties", "required",  
                                          "maxItems", "anyOf",      "oneOf",     "allOf",
                                          "$ref",     "format",     "pattern",   "minLength",
                                          "maxLength", "minimum",   "maximum",   "exclusiveMinimum",
-                                         "exclusiveMaximum"};
+                                         "exclusiveMaximum", "prefixItems"};
 
 class SchemaCompiler {
  public:
-  explicit SchemaCompiler(const OJson& root) : root_(root) {}
+  SchemaCompiler(const OJson& root, std::string prefix) : root_(root), prefix_(std::move(prefix)) {}
 
-  std::string compile_root() {
-    const std::string expr = compile(root_, "root", "");
-    std::string out = "root ::= " + expr + "\n";
-    for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
-    return out + base_rules();
+  JsonSchemaRules compile_root() {
+    JsonSchemaRules out;
+    out.expression = compile(root_, "root", "");
+    for (const auto& [name, body] : rules_) out.rules += name + " ::= " + body + "\n";
+    return out;
   }
 
  private:
@@ -72,7 +73,7 @@ class SchemaCompiler {
 
   // A rule name made of the letters GBNF names allow, unique.
   std::string new_rule(const std::string& hint) {
-    std::string name = "s";
+    std::string name = prefix_ + "s";
     for (char c : hint) name += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
     if (name.size() > 48) name.resize(48);
     return name + "-" + std::to_string(++counter_);
@@ -120,7 +121,9 @@ class SchemaCompiler {
       if (s.contains("properties") || s.contains("additionalProperties") || s.contains("required")) {
         return compile_typed(s, "object", hint, path);
       }
-      if (s.contains("items") || s.contains("minItems") || s.contains("maxItems")) return compile_typed(s, "array", hint, path);
+      if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems")) {
+        return compile_typed(s, "array", hint, path);
+      }
       if (s.contains("format") || s.contains("pattern") || s.contains("minLength") || s.contains("maxLength")) {
         return compile_typed(s, "string", hint, path);
       }
@@ -164,12 +167,7 @@ class SchemaCompiler {
   std::string compile_typed(const OJson& s, const std::string& type, const std::string& hint, const std::string& path) {
     if (type == "string") return compile_string(s, hint, path);
     if (type == "integer") return compile_integer(s, path);
-    if (type == "number") {
-      for (const char* k : {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"}) {
-        if (s.contains(k)) fail(join(path, k), "bounds on type 'number' are not supported (only on 'integer')");
-      }
-      return "json-number";
-    }
+    if (type == "number") return compile_number(s, path);
     if (type == "boolean") return "json-boolean";
     if (type == "null") return "json-null";
     if (type == "object") return compile_object(s, hint, path);
@@ -241,6 +239,37 @@ class SchemaCompiler {
     return "(" + integer_range_gbnf(lo, hi) + ")";
   }
 
+  // Bounds read from the schema's own number text, so 0.1 is a tenth (number_range_gbnf.hpp).
+  std::string compile_number(const OJson& s, const std::string& path) {
+    std::optional<DecimalBound> lo, hi;
+    auto read = [&](const char* key, bool exclusive, std::optional<DecimalBound>& into, bool lower) {
+      const auto it = s.find(key);
+      if (it == s.end()) return;
+      if (!it->is_number()) fail(join(path, key), "must be a number");
+      // Beyond what an 18-digit number can reach, on the open side: no bound at all.
+      const double v = it->get<double>();
+      if (std::fabs(v) >= 1e18 && (lower ? v < 0 : v > 0)) return;
+      DecimalBound b;
+      try {
+        b = decimal_bound(it->dump(), exclusive);
+      } catch (const Error& e) {
+        fail(join(path, key), e.what());
+      }
+      // Two lower (or upper) bounds: the tighter one counts.
+      if (!into || tighter_bound(b, *into, lower)) into = b;
+    };
+    read("minimum", false, lo, true);
+    read("exclusiveMinimum", true, lo, true);
+    read("maximum", false, hi, false);
+    read("exclusiveMaximum", true, hi, false);
+    if (!lo && !hi) return "json-number";
+    try {
+      return "(" + number_range_gbnf(lo, hi) + ")";
+    } catch (const Error& e) {
+      fail(path, e.what());
+    }
+  }
+
   std::string compile_object(const OJson& s, const std::string& hint, const std::string& path) {
     struct Prop {
       std::string member;
@@ -295,12 +324,13 @@ class SchemaCompiler {
   }
 
   std::string compile_array(const OJson& s, const std::string& hint, const std::string& path) {
-    for (const char* k : {"prefixItems", "uniqueItems", "contains"}) {
+    for (const char* k : {"uniqueItems", "contains"}) {
       if (s.contains(k)) fail(path, std::string("unsupported JSON Schema keyword '") + k + "'");
     }
     const auto min = read_count(s, "minItems", path);
     const auto max = read_count(s, "maxItems", path);
     if (min && max && *max < *min) fail(join(path, "maxItems"), "is below minItems");
+    if (s.contains("prefixItems")) return compile_tuple(s, hint, path, min.value_or(0), max);
     if (min.value_or(0) > kMaxRepetition || max.value_or(0) > kMaxRepetition) {
       fail(join(path, max ? "maxItems" : "minItems"), "above " + std::to_string(kMaxRepetition) + " is not supported");
     }
@@ -315,7 +345,46 @@ class SchemaCompiler {
     return define(hint, "\"[\" json-ws " + list + " \"]\"");
   }
 
+  // prefixItems (a tuple): element i follows prefixItems[i], later ones `items` (false: none;
+  // absent: any value). The array may stop after any element once minItems are written.
+  std::string compile_tuple(const OJson& s, const std::string& hint, const std::string& path, int64_t min,
+                            std::optional<int64_t> max) {
+    const auto& prefix = s.at("prefixItems");
+    const std::string p = join(path, "prefixItems");
+    if (!prefix.is_array() || prefix.empty()) fail(p, "must be a non-empty array of schemas");
+    const auto k = static_cast<int64_t>(prefix.size());
+    std::optional<std::string> extra = "json-value";
+    if (auto it = s.find("items"); it != s.end()) {
+      if (it->is_boolean() && !it->get<bool>()) {
+        extra.reset();
+      } else {
+        extra = compile(*it, hint + "-item", join(path, "items"));
+      }
+    }
+    if (!extra) max = max ? std::min(*max, k) : k;
+    if (min > max.value_or(min)) fail(join(path, "minItems"), "is above the number of items the schema allows");
+    if (min > kMaxRepetition || max.value_or(0) > kMaxRepetition) {
+      fail(join(path, max ? "maxItems" : "minItems"), "above " + std::to_string(kMaxRepetition) + " is not supported");
+    }
+    // After the tuple: more items, as many as minItems still needs up to what maxItems allows.
+    std::string rest;
+    if (extra && (!max || *max > k)) {
+      const int64_t lo = std::max<int64_t>(min - k, 0);
+      rest = "(\",\" json-ws " + *extra + " json-ws){" + std::to_string(lo) + "," + (max ? std::to_string(*max - k) : "") + "}";
+    }
+    const int64_t last = std::min(k, max.value_or(k));
+    std::string tail = rest;
+    for (int64_t i = last; i-- > 0;) {
+      const std::string element = compile(prefix[static_cast<size_t>(i)], hint + "-" + std::to_string(i),
+                                          p + "[" + std::to_string(i) + "]");
+      const std::string item = (i ? "\",\" json-ws " : "") + element + " json-ws" + (tail.empty() ? "" : " " + tail);
+      tail = i < min ? item : "(" + item + ")?";
+    }
+    return define(hint, "\"[\" json-ws " + (tail.empty() ? "" : tail + " ") + "\"]\"");
+  }
+
   const OJson& root_;
+  const std::string prefix_;
   std::vector<std::pair<std::string, std::string>> rules_;
   std::map<std::string, std::string> refs_;
   int counter_ = 0;
@@ -323,7 +392,16 @@ class SchemaCompiler {
 
 }  // namespace
 
-std::string json_schema_grammar(const nlohmann::ordered_json& schema) { return SchemaCompiler(schema).compile_root(); }
+JsonSchemaRules json_schema_rules(const nlohmann::ordered_json& schema, const std::string& rule_prefix) {
+  return SchemaCompiler(schema, rule_prefix).compile_root();
+}
+
+std::string json_base_rules() { return base_rules(); }
+
+std::string json_schema_grammar(const nlohmann::ordered_json& schema) {
+  const JsonSchemaRules compiled = json_schema_rules(schema, "");
+  return "root ::= " + compiled.expression + "\n" + compiled.rules + base_rules();
+}
 
 std::string json_object_grammar() { return "root ::= json-object\n" + base_rules(); }
 

@@ -186,7 +186,8 @@ TEST(E2eStructuredOutput, MalformedConstraintsAre400NamingTheField) {
     expect_400(route, {{"structured_outputs", {{"regex", "(a)\\1"}}}}, "structured_outputs.regex", "backreference");
     expect_400(route, {{"grammar", "root ::= \"a"}}, "grammar", "line 1, column 10: unterminated string literal");
     expect_400(route, {{"guided_choice", json::array()}}, "guided_choice", "the choice list is empty");
-    expect_400(route, {{"json_schema", {{"type", "number"}, {"maximum", 3}}}}, "json_schema", "bounds on type 'number'");
+    expect_400(route, {{"json_schema", {{"type", "number"}, {"multipleOf", 3}}}}, "json_schema",
+               "unsupported JSON Schema keyword 'multipleOf'");
     expect_400(route, {{"guided_regex", "a"}, {"response_format", {{"type", "json_object"}}}}, "guided_regex",
                "'response_format' and 'guided_regex' both constrain the output");
   }

@@ -76,6 +76,83 @@ TEST(GrammarJsonSchema, IntegerRangesAreExact) {
   EXPECT_FALSE(full_match(ex, "6"));
 }
 
+// Every decimal text -?I(.F)? with I up to 30 and F up to three digits (trailing zeros too) is
+// matched exactly when its value is within the bounds, against values compared in thousandths.
+TEST(GrammarJsonSchema, NumberRangesAreExactOnTheDecimalText) {
+  struct Case {
+    const char* schema;
+    std::optional<int64_t> lo, hi;  // in thousandths
+    bool lo_open = false, hi_open = false;
+  };
+  const Case cases[] = {
+      {R"({"type": "number", "minimum": 0.25, "maximum": 3.5})", 250, 3500},
+      {R"({"type": "number", "exclusiveMinimum": 0.25, "exclusiveMaximum": 3.5})", 250, 3500, true, true},
+      {R"({"type": "number", "minimum": -2.75, "maximum": -0.5})", -2750, -500},
+      {R"({"type": "number", "minimum": -1.5, "maximum": 2.05})", -1500, 2050},
+      {R"({"type": "number", "minimum": 0})", 0, std::nullopt},
+      {R"({"type": "number", "exclusiveMinimum": 0})", 0, std::nullopt, true},
+      {R"({"type": "number", "maximum": -0.001})", std::nullopt, -1},
+      {R"({"type": "number", "exclusiveMaximum": 10})", std::nullopt, 10000, false, true},
+      {R"({"type": "number", "minimum": 1, "maximum": 1})", 1000, 1000},
+      {R"({"type": "number", "exclusiveMinimum": 0, "maximum": 0.05})", 0, 50, true},
+      {R"({"type": "number", "minimum": -0.125, "exclusiveMaximum": 0})", -125, 0, false, true},
+      {R"({"type": "number", "minimum": 12.5, "exclusiveMinimum": 12.5, "maximum": 27.125, "exclusiveMaximum": 30})", 12500,
+       27125, true},
+  };
+  for (const Case& c : cases) {
+    const auto g = schema(c.schema);
+    for (int neg = 0; neg < 2; ++neg) {
+      for (int i = 0; i <= 30; ++i) {
+        for (int len = 0; len <= 3; ++len) {
+          const int count = len == 0 ? 1 : (len == 1 ? 10 : len == 2 ? 100 : 1000);
+          for (int f = 0; f < count; ++f) {
+            std::string frac = len ? std::to_string(f) : "";
+            frac.insert(0, static_cast<size_t>(len) - frac.size(), '0');
+            const int64_t thousandths = (i * 1000 + (len ? f * (len == 1 ? 100 : len == 2 ? 10 : 1) : 0)) * (neg ? -1 : 1);
+            if (neg && thousandths == 0) continue;  // -0: the grammar writes zero unsigned
+            const std::string text = (neg ? "-" : "") + std::to_string(i) + (len ? "." + frac : "");
+            const bool in = (!c.lo || (c.lo_open ? thousandths > *c.lo : thousandths >= *c.lo)) &&
+                            (!c.hi || (c.hi_open ? thousandths < *c.hi : thousandths <= *c.hi));
+            ASSERT_EQ(full_match(g, text), in) << c.schema << " " << text;
+          }
+        }
+      }
+    }
+    EXPECT_FALSE(full_match(g, "1e0")) << c.schema;  // bounded numbers have no exponent
+  }
+  // Fractions longer than the bound's, and bounds written with exponents.
+  const auto tight = schema(R"({"type": "number", "minimum": 0.1234567, "maximum": 1.5e1})");
+  EXPECT_FALSE(full_match(tight, "0.1234566999"));
+  EXPECT_TRUE(full_match(tight, "0.1234567"));
+  EXPECT_TRUE(full_match(tight, "0.12345670001"));
+  EXPECT_TRUE(full_match(tight, "15"));
+  EXPECT_TRUE(full_match(tight, "15.000"));
+  EXPECT_FALSE(full_match(tight, "15.0000001"));
+}
+
+TEST(GrammarJsonSchema, PrefixItemsAreTuples) {
+  const auto closed = schema(R"({"type": "array", "prefixItems": [{"type": "integer"}, {"enum": ["a", "b"]}],
+                                 "items": false, "minItems": 1})");
+  EXPECT_TRUE(full_match(closed, "[1]"));
+  EXPECT_TRUE(full_match(closed, R"([1, "a"])"));
+  EXPECT_FALSE(full_match(closed, "[]"));
+  EXPECT_FALSE(full_match(closed, R"([1, "c"])"));
+  EXPECT_FALSE(full_match(closed, R"([1, "a", 2])"));
+  EXPECT_FALSE(full_match(closed, R"(["a"])"));
+  const auto open = schema(R"({"prefixItems": [{"type": "integer"}, {"enum": ["a", "b"]}], "items": {"type": "boolean"},
+                               "maxItems": 3})");
+  EXPECT_TRUE(full_match(open, "[]"));
+  EXPECT_TRUE(full_match(open, R"([1, "b", true])"));
+  EXPECT_FALSE(full_match(open, R"([1, "b", true, false])"));
+  EXPECT_FALSE(full_match(open, R"([1, "b", 3])"));
+  const auto any_rest = schema(R"({"prefixItems": [{"const": 0}], "minItems": 3})");
+  EXPECT_FALSE(full_match(any_rest, "[0, 1]"));
+  EXPECT_TRUE(full_match(any_rest, R"([0, 1, {"x": null}])"));
+  EXPECT_FALSE(full_match(any_rest, "[1, 1, 1]"));
+  EXPECT_EQ(schema_error(R"({"prefixItems": [{}], "items": false, "minItems": 2})"),
+            "minItems: is above the number of items the schema allows");
+}
+
 TEST(GrammarJsonSchema, RefsDefsAnyOfConstAndFormats) {
   const auto tree = schema(R"({"$ref": "#/$defs/node", "$defs": {"node": {"type": "object",
       "properties": {"v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
@@ -134,8 +211,12 @@ TEST(GrammarJsonSchema, RefusalsNameTheKeyword) {
   EXPECT_EQ(schema_error(R"({"type": "string", "foo": 1})"), "schema: unsupported JSON Schema keyword 'foo'");
   EXPECT_EQ(schema_error(R"({"properties": {"a": {"type": "array", "uniqueItems": true}}})"),
             "properties.a: unsupported JSON Schema keyword 'uniqueItems'");
-  EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 0})"),
-            "minimum: bounds on type 'number' are not supported (only on 'integer')");
+  EXPECT_EQ(schema_error(R"({"type": "number", "multipleOf": 0.5})"),
+            "schema: unsupported JSON Schema keyword 'multipleOf'");
+  EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 1e-30})"),
+            "minimum: the bound 1e-30 has more than 18 integer or fraction digits");
+  EXPECT_EQ(schema_error(R"({"type": "number", "minimum": 2.5, "exclusiveMaximum": 2.5})"),
+            "schema: the number bounds leave no value");
   EXPECT_EQ(schema_error(R"({"$ref": "#/$defs/missing"})"), "$ref: '#/$defs/missing' does not point into the schema");
   EXPECT_EQ(schema_error(R"({"$ref": "http://x/y.json"})"),
             "$ref: only references inside the schema ('#...') are supported, got 'http://x/y.json'");
