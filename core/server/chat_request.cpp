@@ -86,60 +86,6 @@ ChatMessage read_message(const Json& message, size_t index) {
   return out;
 }
 
-void read_tools(const Json& body) {
-  const auto it = body.find("tools");
-  if (it == body.end() || it->is_null()) return;
-  if (!it->is_array()) throw bad_field("tools", "'tools' must be an array, got " + json_type_text(*it));
-  for (size_t i = 0; i < it->size(); ++i) {
-    const Json& tool = (*it)[i];
-    const std::string t = "tools[" + std::to_string(i) + "]";
-    if (!tool.is_object()) throw bad_field(t, "'" + t + "' must be an object, got " + json_type_text(tool));
-    const auto type = read_string(tool, "type", t + ".type");
-    if (!type || *type != "function") throw bad_field(t + ".type", "'" + t + ".type' must be \"function\"");
-    const auto fn = tool.find("function");
-    if (fn == tool.end() || !fn->is_object()) throw bad_field(t + ".function", "'" + t + ".function' must be an object");
-    const auto name = read_string(*fn, "name", t + ".function.name");
-    if (!name || name->empty()) throw bad_field(t + ".function.name", "'" + t + ".function.name' is required");
-    read_string(*fn, "description", t + ".function.description");
-    if (const auto p = fn->find("parameters"); p != fn->end() && !p->is_null() && !p->is_object()) {
-      throw bad_field(t + ".function.parameters", "'" + t + ".function.parameters' must be a JSON Schema object");
-    }
-    if (read_bool(*fn, "strict", t + ".function.strict").value_or(false)) {
-      throw bad_field(t + ".function.strict", "'" + t + ".function.strict': true needs constrained decoding, " +
-                                                  "which this server does not have yet");
-    }
-  }
-}
-
-// Where the grammar engine attaches: "required" and a named function are enforced by
-// constraining the output to the tools' call syntax and schemas. Until then they are refused.
-constexpr const char* kConstrainedToolChoiceHook = "needs constrained decoding, which this server does not have yet";
-
-void read_tool_choice(const Json& body, ChatRequest& out) {
-  const auto tools = body.find("tools");
-  const bool has_tools = tools != body.end() && tools->is_array() && !tools->empty();
-  std::string choice = has_tools ? "auto" : "none";
-  if (const auto it = body.find("tool_choice"); it != body.end() && !it->is_null()) {
-    if (it->is_object()) {
-      throw bad_field("tool_choice", std::string("'tool_choice' naming a function ") + kConstrainedToolChoiceHook);
-    }
-    if (!it->is_string()) {
-      throw bad_field("tool_choice", "'tool_choice' must be \"auto\", \"none\", \"required\" or an object, got " +
-                                         json_type_text(*it));
-    }
-    choice = it->get<std::string>();
-    if (choice == "required") {
-      throw bad_field("tool_choice", std::string("'tool_choice': \"required\" ") + kConstrainedToolChoiceHook);
-    }
-    if (choice != "auto" && choice != "none") {
-      throw bad_field("tool_choice", "'tool_choice' is '" + choice + "'; expected auto, none, required or an object");
-    }
-    if (choice == "auto" && !has_tools) throw bad_field("tool_choice", "'tool_choice' is auto but no 'tools' are given");
-  }
-  out.parse_tool_calls = has_tools && choice == "auto";
-  out.parallel_tool_calls = read_bool(body, "parallel_tool_calls", "parallel_tool_calls").value_or(true);
-}
-
 }  // namespace
 
 ChatRequest parse_chat_request(std::string_view body) {
@@ -155,8 +101,7 @@ ChatRequest parse_chat_request(std::string_view body) {
   }
   if (it->empty()) throw bad_field("messages", "'messages' must not be empty");
   for (size_t i = 0; i < it->size(); ++i) out.messages.push_back(read_message((*it)[i], i));
-  read_tools(json);
-  read_tool_choice(json, out);
+  out.tools = parse_tool_choice(json, body);
   return out;
 }
 

@@ -33,7 +33,7 @@ GenerateRequest make_request(const ApiContext& api, ApiKind kind, const Generati
 }
 
 // How this chat request's output is parsed: reasoning when configured or when the template
-// writes the tags; tool calls when tools are given with tool_choice auto, in the configured
+// writes the tags; tool calls when tools are given and tool_choice is not none, in the configured
 // family or the one the template writes (a 400 naming tools when there is none).
 ChatOutputSettings chat_output_settings(const ApiContext& api, const ChatTemplate* chat_template,
                                         const ChatRequest& parsed, const std::string& prompt) {
@@ -46,14 +46,14 @@ ChatOutputSettings chat_output_settings(const ApiContext& api, const ChatTemplat
     out.reasoning = cfg.reasoning_tags;
     out.reasoning_open_at_start = prompt_opens_reasoning(prompt, cfg.reasoning_tags);
   }
-  if (parsed.parse_tool_calls) {
+  if (parsed.tools.parses_calls()) {
     const std::optional<ToolCallFormat> configured = parse_tool_call_format(cfg.tool_parser);
     out.tool_calls = configured ? *configured : tool_call_format_from_template(source);
     if (out.tool_calls == ToolCallFormat::kNone) {
       throw bad_field("tools", "'tools' were given but this model's chat template writes no tool-call format the "
                                "server knows (hermes, llama3, mistral); set [model] tool_parser");
     }
-    out.parallel_tool_calls = parsed.parallel_tool_calls;
+    out.parallel_tool_calls = parsed.tools.parallel;
   }
   return out;
 }
@@ -114,6 +114,14 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages);
     StreamSettings settings = make_settings(api, ApiKind::kChat, parsed.params);
     settings.chat_output = chat_output_settings(api, chat_template, parsed, text);
+    // tool_choice required, a named function or strict tools constrain the answer to calls.
+    if (auto grammar = tool_choice_grammar(parsed.tools, settings.chat_output.tool_calls)) {
+      if (parsed.params.sampling.grammar) {
+        throw bad_field("tool_choice", "'tool_choice' (or a strict tool) and a structured-output field both "
+                                       "constrain the answer; send one");
+      }
+      parsed.params.sampling.grammar = std::move(grammar);
+    }
     std::vector<GenerateRequest> requests;
     requests.push_back(make_request(api, ApiKind::kChat, parsed.params,
                                     tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text), "messages"));

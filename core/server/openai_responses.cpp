@@ -8,6 +8,9 @@
 namespace loom {
 namespace {
 
+// Text between and around tool calls that is only whitespace is no content (OpenAI sends null).
+bool only_space(const std::string& text) { return text.find_first_not_of(" \t\r\n") == std::string::npos; }
+
 std::string random_hex(size_t n) {
   // One generator per thread: ids only need to be unique, not secret.
   thread_local std::mt19937_64 rng{std::random_device{}()};
@@ -72,7 +75,7 @@ std::string completion_response_json(const ResponseMeta& meta, const std::vector
                 {"finish_reason", finish_value(c.finish, !c.tool_calls.empty())}};
     if (meta.kind == ApiKind::kChat) {
       Json message{{"role", "assistant"},
-                   {"content", c.text.empty() && !c.tool_calls.empty() ? Json(nullptr) : Json(c.text)}};
+                   {"content", only_space(c.text) && !c.tool_calls.empty() ? Json(nullptr) : Json(c.text)}};
       if (!c.reasoning.empty()) {
         message["reasoning_content"] = c.reasoning;
         message["reasoning"] = c.reasoning;

@@ -38,7 +38,7 @@ constexpr std::array kFields = {
     RequestField{"seed", true, true, kHonoured, "generation_params -> per-request generator", ""},
     RequestField{"tools", false, true, kHonoured, "chat template renders them; tool_call_parser reads the output", ""},
     RequestField{"tool_choice", false, true, kHonoured,
-                 "chat_tools: auto and none; required and a named function need constrained decoding", ""},
+                 "tool_choice: auto, none, required and a named function (required/named/strict via the grammar)", ""},
     RequestField{"parallel_tool_calls", false, true, kHonoured, "chat_tools: false keeps the first call only", ""},
     RequestField{"functions", false, true, kRefused, "deprecated by OpenAI; send 'tools'", ""},
     RequestField{"function_call", false, true, kRefused, "deprecated by OpenAI; send 'tool_choice'", ""},

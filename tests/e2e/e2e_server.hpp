@@ -42,6 +42,9 @@ class LiveServer {
     ServerOptions options;
     options.host = config.server.host;
     options.port = 0;
+    options.chat_output.reasoning_parser = config.model.reasoning_parser;
+    options.chat_output.reasoning_tags = ReasoningTags{config.model.reasoning_start, config.model.reasoning_end};
+    options.chat_output.tool_parser = config.model.tool_parser;
     server_ = std::make_unique<HttpServer>(*engine_, options);
     server_->start();
   }

@@ -141,17 +141,44 @@ TEST_F(ServerToolCalls, EnableThinkingReachesTheTemplate) {
   EXPECT_TRUE(on.ends_with("Weather?<|assistant|>")) << on;
 }
 
+// required, a named function and strict tools reach the engine as a grammar; auto and none
+// without strict tools do not (the grammar itself is tested in test_grammar_tool_calls and on a
+// real model in test_e2e_tool_choice).
+TEST_F(ServerToolCalls, ConstrainingChoicesAttachAGrammar) {
+  const std::string strict_tools =
+      R"("tools": [{"type": "function", "function": {"name": "get_weather", "strict": true, "parameters": {"type": "object"}}}])";
+  const struct {
+    std::string extra;
+    bool constrained;
+  } cases[] = {{kTools, false},
+               {kTools + R"(, "tool_choice": "none")", false},
+               {kTools + R"(, "tool_choice": "required")", true},
+               {kTools + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})", true},
+               {strict_tools, true},
+               {strict_tools + R"(, "tool_choice": "none")", false}};
+  for (const auto& c : cases) {
+    const auto r = client_->post("/v1/chat/completions", chat(c.extra));
+    ASSERT_EQ(r.status, 200u) << c.extra << " -> " << r.body;
+    EXPECT_EQ(engine_.last_request()->sampling.grammar != nullptr, c.constrained) << c.extra;
+  }
+}
+
 TEST_F(ServerToolCalls, RefusalsNameTheField) {
   struct Case {
     std::string extra, param, snippet;
   };
   const Case cases[] = {
-      {kTools + R"(, "tool_choice": "required")", "tool_choice", "needs constrained decoding"},
-      {kTools + R"(, "tool_choice": {"type": "function", "function": {"name": "get_weather"}})", "tool_choice",
-       "needs constrained decoding"},
+      {kTools + R"(, "tool_choice": {"type": "function", "function": {"name": "get_time"}})",
+       "tool_choice.function.name", "'get_time' is not one of 'tools'"},
       {R"("tool_choice": "auto")", "tool_choice", "no 'tools'"},
-      {R"("tools": [{"type": "function", "function": {"name": "f", "strict": true}}])", "tools[0].function.strict",
-       "needs constrained decoding"},
+      {R"("tool_choice": "required")", "tool_choice", "no 'tools'"},
+      {R"("tools": [{"type": "function", "function": {"name": "f", "strict": true, "parameters":
+          {"type": "object", "properties": {"x": {"type": "number", "multipleOf": 2}}}}}])",
+       "tools[0].function.parameters", "cannot be enforced with strict: true"},
+      {kTools + R"(, "tool_choice": "required", "response_format": {"type": "json_object"})", "tool_choice",
+       "both constrain the answer"},
+      {R"("tools": [{"type": "function", "function": {"name": "f"}}, {"type": "function", "function": {"name": "f"}}])",
+       "tools[1].function.name", "given twice"},
       {R"("tools": [{"type": "function", "function": {}}])", "tools[0].function.name", "is required"},
       {R"("tools": [{"type": "retrieval"}])", "tools[0].type", "must be \"function\""},
   };
