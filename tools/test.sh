@@ -14,4 +14,7 @@ if ! python3 -c "import kubernetes_validate" 2>/dev/null; then
     python3 -m pip install --quiet --break-system-packages kubernetes-validate ||
     echo "test.sh: could not install kubernetes-validate from PyPI; deploy_manifests_validate will be skipped"
 fi
+# The client tests drive the server with the openai SDK; they report themselves skipped without it.
+"$root/tools/clients/setup-clients.sh" ||
+  echo "test.sh: could not install the openai SDK from PyPI; clients_openai_sdk will be skipped"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" --timeout 600 "$@"
