@@ -44,6 +44,13 @@ std::string request_body(const BodyOptions& options, const Conversation& c, size
                {"stream_options", {{"include_usage", true}}},
                {"temperature", 0.0}};
   if (options.ignore_eos) body["ignore_eos"] = true;
+  if (options.class_fields) {
+    if (c.priority) body["priority"] = *c.priority;
+    Json slo = Json::object();
+    if (c.slo_ttft_ms) slo["ttft_ms"] = *c.slo_ttft_ms;
+    if (c.slo_tpot_ms) slo["tpot_ms"] = *c.slo_tpot_ms;
+    if (!slo.empty()) body["slo"] = slo;
+  }
   if (options.chat) {
     body["messages"] = chat_messages(c, turn, answers);
   } else {

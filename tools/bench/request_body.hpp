@@ -16,6 +16,7 @@ struct BodyOptions {
   std::string model;
   bool chat = false;       // /v1/chat/completions
   bool ignore_eos = true;  // vLLM/llama.cpp extension: generate exactly max_tokens
+  bool class_fields = true;  // send a class's priority and slo (a server that refuses them: off)
 };
 
 std::string request_body(const BodyOptions& options, const Conversation& conversation, size_t turn,

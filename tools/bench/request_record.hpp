@@ -12,6 +12,7 @@ namespace loom::bench {
 struct RequestRecord {
   int32_t conversation = 0;  // index of the conversation (= the prompt for single-turn workloads)
   int32_t turn = 0;          // turn within the conversation
+  int32_t request_class = -1;  // index into --class, or -1
   double start = 0;          // when the request was started (before connecting)
   double end = 0;            // when its response stream ended
   std::vector<double> token_times;  // arrival of each chunk carrying a non-empty token delta

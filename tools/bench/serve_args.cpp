@@ -40,6 +40,8 @@ constexpr const char* kDescription =
 struct Raw {
   std::string request_rate;
   std::vector<std::string> goodput;
+  std::vector<std::string> classes;
+  bool no_class_fields = false;
   int64_t input_len = 0, output_len = 0;
   bool no_ignore_eos = false;
 };
@@ -96,6 +98,14 @@ void add_options(CLI::App& app, ServeArgs& a, Raw& raw) {
       ->check(cli::integer_in(1))
       ->group("Workload");
   app.add_option("--dataset-path", a.dataset_path, "sharegpt: a ShareGPT JSON file")->group("Workload");
+  app.add_option("--class", raw.classes,
+                 "a request class NAME:SHARE:INPUT:OUTPUT:PRIORITY:TTFT_MS:TPOT_MS (repeat for a mixed load;\n"
+                 "'-' for no target): prompts drawn per class by share, sent with priority and slo;\n"
+                 "the report adds TTFT/TPOT/ITL, SLO attainment and goodput per class")
+      ->group("Workload");
+  app.add_flag("--no-class-fields", raw.no_class_fields,
+               "send no priority/slo fields (for a server that has none); the classes are still reported")
+      ->group("Workload");
   app.add_flag("--no-ignore-eos", raw.no_ignore_eos, "do not send ignore_eos: true (answers may end early)")
       ->group("Workload");
 
@@ -136,6 +146,11 @@ ServeArgs parse_serve_args(const std::vector<std::string>& args) {
     if (a.request_rate < 0) throw Error("--request-rate must be > 0 or inf, got '" + raw.request_rate + "'");
   }
   for (const std::string& item : raw.goodput) read_slo(item, a.goodput);
+  for (const std::string& spec : raw.classes) a.classes.push_back(parse_request_class(spec));
+  a.class_fields = !raw.no_class_fields;
+  if (!a.classes.empty() && app.count("--dataset-name") > 0 && a.dataset_name != "random") {
+    throw Error("--class builds its own prompts; it cannot be combined with --dataset-name " + a.dataset_name);
+  }
   return a;
 }
 

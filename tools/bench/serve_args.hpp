@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/request_class.hpp"
 #include "tools/bench/serve_metrics.hpp"
 #include "tools/bench/workload.hpp"
 
@@ -37,6 +38,9 @@ struct ServeArgs {
   size_t max_concurrency = 0;  // 0: no limit
   uint64_t seed = 0;
   size_t num_warmups = 0;
+
+  std::vector<RequestClass> classes;  // --class: a mixed load (the dataset is then the classes')
+  bool class_fields = true;           // --no-class-fields: do not send priority/slo
 
   GoodputSlo goodput;
   std::string json_path;

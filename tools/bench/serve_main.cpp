@@ -26,6 +26,7 @@ std::string first_model_id(const ServerTarget& target) {
 }
 
 std::vector<Conversation> build_workload(const ServeArgs& a, const PromptText& text) {
+  if (!a.classes.empty()) return class_workload(a.num_prompts, a.classes, a.random.range_ratio, text, a.seed);
   if (a.dataset_name == "random") return random_workload(a.num_prompts, a.random, text, a.seed);
   if (a.dataset_name == "shared-prefix") {
     return shared_prefix_workload(a.num_prompts, a.shared_prefix, text, a.seed);
@@ -70,6 +71,7 @@ int run(const ServeArgs& a) {
   plan.body.model = a.model.empty() ? first_model_id(target) : a.model;
   plan.body.chat = a.endpoint == "/v1/chat/completions";
   plan.body.ignore_eos = a.ignore_eos;
+  plan.body.class_fields = a.class_fields;
   plan.conversations = build_workload(a, *text);
   plan.arrivals = arrival_offsets(plan.conversations.size(),
                                   ArrivalOptions{a.request_rate, a.burstiness, a.seed});
@@ -84,15 +86,17 @@ int run(const ServeArgs& a) {
   info.base_url = "http://" + target.host + ":" + target.port + target.base_path;
   info.endpoint = a.endpoint;
   info.model = plan.body.model;
-  info.dataset = a.dataset_name;
+  info.dataset = a.classes.empty() ? a.dataset_name : "classes";
   info.request_rate = a.request_rate > 0 ? std::to_string(a.request_rate) : "inf";
   info.burstiness = a.burstiness;
   info.max_concurrency = a.max_concurrency;
   info.exact_prompt_lengths = text->exact();
+  const std::vector<ClassSummary> classes = summarize_classes(result.records, result.duration_s, a.classes);
   print_report(std::cout, info, summary, result.records);
+  print_class_report(std::cout, classes);
   if (!a.json_path.empty()) {
     std::ofstream out(a.json_path);
-    out << report_json(info, summary, result.records, a.goodput) << "\n";
+    out << report_json(info, summary, result.records, a.goodput, classes) << "\n";
     if (!out) throw Error("--json: cannot write '" + a.json_path + "'");
   }
   return summary.completed > 0 ? 0 : 1;

@@ -85,8 +85,27 @@ void print_report(std::ostream& out, const RunInfo& info, const ServeSummary& s,
   }
 }
 
+void print_class_report(std::ostream& out, std::span<const ClassSummary> classes) {
+  for (const ClassSummary& c : classes) {
+    const RequestClass& k = *c.request_class;
+    const auto target = [](const std::optional<double>& ms) { return ms ? fixed(*ms) : std::string("none"); };
+    out << heading(("Class " + k.name).c_str())
+        << line("Priority, TTFT/TPOT targets (ms):",
+                std::to_string(k.priority) + " / " + target(k.ttft_ms) + " / " + target(k.tpot_ms))
+        << line("Requests sent / successful:", std::to_string(c.sent) + " / " + std::to_string(c.summary.completed))
+        << line("Output token throughput (tok/s):", fixed(c.summary.output_throughput))
+        << line("Median / P99 TTFT (ms):", fixed(c.summary.ttft_ms.median) + " / " + fixed(c.summary.ttft_ms.p99))
+        << line("Median / P99 TPOT (ms):", fixed(c.summary.tpot_ms.median) + " / " + fixed(c.summary.tpot_ms.p99))
+        << line("Median / P99 ITL (ms):", fixed(c.summary.itl_ms.median) + " / " + fixed(c.summary.itl_ms.p99))
+        << line("SLO attainment (%):", fixed(100 * c.attainment))
+        << line("Goodput (req/s):", fixed(c.summary.request_goodput.value_or(c.summary.request_throughput)));
+  }
+  if (!classes.empty()) out << "==================================================\n";
+}
+
 std::string report_json(const RunInfo& info, const ServeSummary& s,
-                        std::span<const RequestRecord> records, const GoodputSlo& slo) {
+                        std::span<const RequestRecord> records, const GoodputSlo& slo,
+                        std::span<const ClassSummary> classes) {
   Json summary = {
       {"base_url", info.base_url},
       {"endpoint", info.endpoint},
@@ -120,6 +139,9 @@ std::string report_json(const RunInfo& info, const ServeSummary& s,
   for (const RequestRecord& r : records) {
     Json item = {{"conversation", r.conversation}, {"turn", r.turn},  {"start_s", r.start},
                  {"success", r.success},           {"error", r.error}, {"client_prompt_tokens", r.client_prompt_tokens}};
+    if (r.request_class >= 0 && static_cast<size_t>(r.request_class) < classes.size()) {
+      item["class"] = classes[static_cast<size_t>(r.request_class)].request_class->name;
+    }
     if (r.success) {
       const RequestMetrics m = request_metrics(r);
       item["ttft_ms"] = m.ttft_ms;
@@ -134,6 +156,26 @@ std::string report_json(const RunInfo& info, const ServeSummary& s,
     }
     requests.push_back(std::move(item));
   }
+  Json per_class = Json::array();
+  for (const ClassSummary& c : classes) {
+    const RequestClass& k = *c.request_class;
+    per_class.push_back({{"name", k.name},
+                         {"share", k.share},
+                         {"input_len", k.input_len},
+                         {"output_len", k.output_len},
+                         {"priority", k.priority},
+                         {"ttft_target_ms", optional_json(k.ttft_ms)},
+                         {"tpot_target_ms", optional_json(k.tpot_ms)},
+                         {"sent", c.sent},
+                         {"completed", c.summary.completed},
+                         {"output_throughput", c.summary.output_throughput},
+                         {"slo_attainment", c.attainment},
+                         {"request_goodput", c.summary.request_goodput.value_or(c.summary.request_throughput)},
+                         {"ttft_ms", distribution_json(c.summary.ttft_ms)},
+                         {"tpot_ms", distribution_json(c.summary.tpot_ms)},
+                         {"itl_ms", distribution_json(c.summary.itl_ms)}});
+  }
+  if (!classes.empty()) summary["classes"] = per_class;
   const Json doc = {{"summary", summary}, {"requests", requests}};
   return doc.dump(2, ' ', false, Json::error_handler_t::replace);
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/bench/request_class.hpp"
 #include "tools/bench/request_record.hpp"
 #include "tools/bench/serve_metrics.hpp"
 
@@ -23,7 +24,12 @@ struct RunInfo {
 void print_report(std::ostream& out, const RunInfo& info, const ServeSummary& summary,
                   std::span<const RequestRecord> records);
 
+// One block per request class: requests, throughput, TTFT/TPOT/ITL, SLO attainment, goodput.
+void print_class_report(std::ostream& out, std::span<const ClassSummary> classes);
+
+// `classes` adds "classes" to the summary and "class" to each request.
 std::string report_json(const RunInfo& info, const ServeSummary& summary,
-                        std::span<const RequestRecord> records, const GoodputSlo& slo);
+                        std::span<const RequestRecord> records, const GoodputSlo& slo,
+                        std::span<const ClassSummary> classes = {});
 
 }  // namespace loom::bench

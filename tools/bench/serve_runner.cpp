@@ -74,6 +74,7 @@ net::awaitable<void> run_conversation(RunState& state, size_t index, size_t firs
     RequestRecord& record = state.records[first_record + turn];
     record.conversation = static_cast<int32_t>(index);
     record.turn = static_cast<int32_t>(turn);
+    record.request_class = conversation.request_class;
     if (failed) {  // a conversation cannot go on without the answer it builds on
       record.start = record.end =
           std::chrono::duration<double>(BenchClock::now() - state.origin).count();

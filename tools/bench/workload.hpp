@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,10 @@ struct PromptTurn {
 struct Conversation {
   std::string system;  // a system prompt (shared-prefix); empty: none
   std::vector<PromptTurn> turns;
+  // A request class's (request_class.hpp): sent as `priority` and `slo` when set.
+  int32_t request_class = -1;
+  std::optional<int64_t> priority;
+  std::optional<double> slo_ttft_ms, slo_tpot_ms;
 };
 
 // Lengths drawn uniformly from [len * (1 - ratio), len * (1 + ratio)], as vLLM's random dataset.
