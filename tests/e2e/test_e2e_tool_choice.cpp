@@ -4,6 +4,7 @@
 // "auto" a strict tool's calls are valid whenever the model makes one.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "e2e/e2e_server.hpp"
@@ -22,10 +23,12 @@ const json kTools = json::parse(R"([
   {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {
       "zone": {"type": "string", "maxLength": 5}}, "required": ["zone"], "additionalProperties": false}}}])");
 
-std::string hermes_config() {
+std::string hermes_config(const std::string& model = std::string(LOOM_TEST_DATA) + "/stories260K.gguf",
+                          const std::string& kv_memory = "16MiB") {
   std::string toml = demo_config(
       "[scheduler]\nplugin = \"continuous\"\nmax_num_seqs = 16\nmax_num_batched_tokens = 128\n"
-      "[cache]\nplugin = \"paged\"\nkv_memory = \"16MiB\"\nblock_size = 16\nenable_prefix_caching = true\n");
+      "[cache]\nplugin = \"paged\"\nkv_memory = \"" + kv_memory + "\"\nblock_size = 16\nenable_prefix_caching = true\n",
+      model);
   const std::string name = "name = \"stories260K\"\n";
   return toml.replace(toml.find(name), name.size(), name + "tool_parser = \"hermes\"\n");
 }
@@ -154,6 +157,27 @@ TEST(E2eToolChoice, AutoWithAStrictToolNeverWritesAnInvalidCall) {
       if (m.contains("tool_calls")) {
         for (const json& call : m["tool_calls"]) expect_valid_call(call);
       }
+    }
+  }
+}
+
+// The acceptance run on SmolLM2-135M-Instruct (a real chat model whose template has no tools, so
+// the Hermes syntax is configured): 200 answers (25 requests of n = 8) at temperature 1 under
+// tool_choice "required", every one a parseable call with schema-valid arguments.
+TEST(E2eToolChoice, SmolLM2RequiredAtTemperature1AlwaysCallsValidly) {
+  const std::string model = std::string(LOOM_SOURCE_DIR) + "/build/models/SmolLM2-135M-Instruct.Q4_1.gguf";
+  if (!std::filesystem::exists(model)) GTEST_SKIP() << model << " is missing (tools/fetch-model.sh fetches it)";
+  LiveServer server(hermes_config(model, "512MiB"));
+  for (int i = 0; i < 25; ++i) {
+    json body = chat_body({{"tool_choice", "required"}, {"parallel_tool_calls", false}, {"n", 8}, {"seed", 1000 + 8 * i}});
+    body["messages"] = {{{"role", "user"}, {"content", i % 2 ? "What time is it in UTC?" : "Is it raining in Oslo?"}}};
+    const HttpResponse r = HttpTestClient(server.port(), "127.0.0.1", std::chrono::seconds(300))
+                               .post("/v1/chat/completions", body.dump());
+    ASSERT_EQ(r.status, 200u) << r.body;
+    for (const json& c : json::parse(r.body)["choices"]) {
+      EXPECT_EQ(c["finish_reason"], "tool_calls") << c.dump();
+      ASSERT_EQ(c["message"]["tool_calls"].size(), 1u) << c.dump();
+      expect_valid_call(c["message"]["tool_calls"][0]);
     }
   }
 }
