@@ -213,7 +213,10 @@ void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
   static constexpr int32_t kShapes[][3] = {{64, 0, 0},  {8, 4, 64},   {256, 0, 0}, {32, 8, 128},
                                            {128, 2, 256}, {16, 16, 32}, {512, 0, 0}, {0, 8, 512}};
   constexpr int32_t kNumShapes = static_cast<int32_t>(std::size(kShapes));
-  std::vector<int32_t> tokens(static_cast<size_t>(max_model_len), 0);
+  // Token ids for the longest shape only: sized by max_model_len this was 8 GiB at INT32_MAX.
+  int32_t longest = 0;
+  for (const auto& shape : kShapes) longest = std::max({longest, shape[0], shape[2]});
+  std::vector<int32_t> tokens(static_cast<size_t>(std::min(longest, max_model_len)), 0);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i % 7 + 1);
   std::vector<std::vector<int32_t>> tables;
   std::vector<SeqSchedule> seqs;
