@@ -21,7 +21,9 @@ struct ServerLimits {
   int32_t max_connections = 1024;  // more are answered 503 and closed
   int64_t max_unsent_bytes = 16LL << 20;    // output queued for a slow reader before it is cut
   int64_t max_response_bytes = 64LL << 20;  // one response's body; larger is a 400 / a cut stream
-  int32_t drain_timeout = 30;  // SIGTERM: seconds to let requests finish before cutting them
+  // SIGTERM: seconds to let requests finish before cutting them; under the 30 s stop timeouts of
+  // tools/deploy (docker stop -t 30, systemd TimeoutStopSec) so the cut itself is not killed.
+  int32_t drain_timeout = 25;
   int32_t prepare_threads = 2;  // parse + template + tokenize, off the HTTP threads
   // Security switches.
   bool metrics_public = false;  // true: /metrics answers without the API key

@@ -31,8 +31,10 @@ namespace {
 constexpr std::string_view kReservedVariables[] = {"messages", "add_generation_prompt", "bos_token",
                                                     "eos_token", "raise_exception", "strftime_now"};
 
+// The content of user, system and tool messages. Assistant turns are the model's own earlier
+// output, which templates take apart by its tags (Qwen3 splits reasoning at </think>).
 void shield_content(nlohmann::ordered_json& message, ContentShield& shield) {
-  if (!message.is_object()) return;
+  if (!message.is_object() || message.value("role", "") == "assistant") return;
   const auto it = message.find("content");
   if (it == message.end()) return;
   if (it->is_string()) {

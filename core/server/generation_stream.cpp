@@ -60,7 +60,7 @@ void GenerationStream::start(const std::shared_ptr<HttpExchange>& exchange, Engi
   });
   if (self->settings_.timeout.count() > 0) {
     const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(self->settings_.timeout).count();
-    exchange->poster()->post_after(self->settings_.timeout, [weak, seconds] {
+    self->timeout_ = exchange->poster()->post_after(self->settings_.timeout, [weak, seconds] {
       if (auto stream = weak.lock()) {
         stream->cut(ApiError(504, "the request did not finish within the server's request timeout of " +
                                       std::to_string(seconds) + " s (server.request_timeout)",

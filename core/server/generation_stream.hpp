@@ -99,6 +99,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   std::vector<Choice> choices_;  // [num prompts * best_of], see the region map
   int32_t num_finished_ = 0;
   bool finished_ = false;  // the response is complete (or failed)
+  std::shared_ptr<void> timeout_;  // the request_timeout wait; dropped (cancelled) with this object
 };
 
 }  // namespace loom

@@ -36,7 +36,9 @@ class StrandPoster {
   // connection is gone, fn is dropped unrun.
   virtual void post(std::function<void()> fn) = 0;
   // Any thread: fn runs on the strand once `delay` has passed (dropped if the connection is gone).
-  virtual void post_after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+  // Dropping the returned handle, on the strand, cancels it (so a long timeout holds nothing
+  // once the work it guards is over).
+  virtual std::shared_ptr<void> post_after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 };
 
 class HttpExchange {

@@ -29,12 +29,16 @@ class SessionPoster final : public StrandPoster {
     std::lock_guard lock(mutex_);
     if (strand_) asio::post(*strand_, std::move(fn));
   }
-  void post_after(std::chrono::milliseconds delay, std::function<void()> fn) override {
+  std::shared_ptr<void> post_after(std::chrono::milliseconds delay, std::function<void()> fn) override {
     std::lock_guard lock(mutex_);
-    if (!strand_) return;
+    if (!strand_) return nullptr;
     auto timer = std::make_shared<asio::steady_timer>(*strand_, delay);
     timer->async_wait([timer, fn = std::move(fn)](error_code ec) {
       if (!ec) fn();
+    });
+    // The wait owns the timer; the handle only cancels it, if it is still there.
+    return std::shared_ptr<void>(nullptr, [weak = std::weak_ptr<asio::steady_timer>(timer)](void*) {
+      if (auto t = weak.lock()) t->cancel();
     });
   }
   // Called while the io_context is alive: the strand handle must not outlive it.

@@ -281,5 +281,35 @@ TEST(E2eHardening, KwargsCannotReplaceMessagesAndContentCannotInjectRoles) {
   EXPECT_EQ(tok.decode(ids, true).find(injected) != std::string::npos, true);
 }
 
+// Deliverable 5: the TGI-style limits are 400s naming the field and the key.
+TEST(E2eHardening, RequestLimitsAre400sNamingTheFieldAndTheKey) {
+  LiveServer server(config_with("max_input_tokens = 8\nmax_total_tokens = 20\nmax_n = 2\nmax_best_of = 3\n"
+                                "max_stop_sequences = 2\nmax_stop_length = 4\nmax_logprobs = 3\n"));
+  HttpTestClient client(server.port());
+  struct Case {
+    json body;
+    std::string key;
+  };
+  const std::vector<Case> cases = {
+      {{{"prompt", "Once upon a time there was a little cat"}}, "server.max_input_tokens"},
+      {{{"prompt", "Once"}, {"max_tokens", 19}}, "maximum context length"},
+      {{{"prompt", "Once"}, {"n", 3}}, "server.max_n"},
+      {{{"prompt", "Once"}, {"best_of", 4}}, "server.max_best_of"},
+      {{{"prompt", "Once"}, {"stop", {"a", "b", "c"}}}, "server.max_stop_sequences"},
+      {{{"prompt", "Once"}, {"stop", {"abcde"}}}, "server.max_stop_length"},
+      {{{"prompt", "Once"}, {"logprobs", 4}}, "server.max_logprobs"},
+  };
+  for (const Case& c : cases) {
+    const auto r = client.post("/v1/completions", c.body.dump());
+    EXPECT_EQ(r.status, 400u) << c.body.dump();
+    EXPECT_NE(r.body.find(c.key), std::string::npos) << r.body;
+  }
+  // An unset max_tokens is clamped to what max_total_tokens leaves.
+  const auto r = client.post("/v1/chat/completions", json{{"messages", {{{"role", "user"}, {"content", "Once"}}}}}.dump());
+  ASSERT_EQ(r.status, 200u) << r.body;
+  const json usage = json::parse(r.body)["usage"];
+  EXPECT_LE(usage["total_tokens"].get<int>(), 20);
+}
+
 }  // namespace
 }  // namespace loom::test

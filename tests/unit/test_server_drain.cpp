@@ -69,5 +69,27 @@ TEST(ServerDrain, StreamsCutAfterTheDrainEndWithAnErrorEventAndDone) {
   EXPECT_TRUE(FakeEngine::wait_until([&] { return engine.aborted().size() == kStreams; }));
 }
 
+// [server] request_timeout (deliverable 5): past it a stream ends with a request_timeout error
+// event and [DONE], a whole response is a 504, and the engine request is aborted.
+TEST(ServerRequestTimeout, EndsTheRequestWithAClearError) {
+  FakeEngine engine("twenty bytes of text", 64, std::chrono::milliseconds(200));  // 4 s a request
+  ServerOptions o = options(10);
+  o.limits.request_timeout = 1;
+  HttpServer server(engine, o);
+  server.start();
+  HttpTestClient client(server.port(), "127.0.0.1", std::chrono::seconds(30));
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto whole = client.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 40})");
+  EXPECT_EQ(whole.status, 504u);
+  EXPECT_NE(whole.body.find("request_timeout"), std::string::npos) << whole.body;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(3));
+  const auto stream = client.post("/v1/completions", R"({"prompt": "hi", "max_tokens": 40, "stream": true})");
+  const auto events = test::sse_data_events(stream.body);
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  EXPECT_NE(events[events.size() - 2].find("request_timeout"), std::string::npos) << events[events.size() - 2];
+  EXPECT_TRUE(FakeEngine::wait_until([&] { return engine.aborted().size() == 2; }));
+}
+
 }  // namespace
 }  // namespace loom
