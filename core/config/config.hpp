@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/config/server_limits.hpp"
+
 namespace loom {
 
 struct ModelConfig {
@@ -36,6 +38,7 @@ struct ServerConfig {
   // The prefix of every /metrics name: "loom" (loom:...) or "vllm" (vllm:..., what vLLM's
   // dashboards and routers scrape).
   std::string metrics_prefix = "loom";
+  ServerLimits limits;  // timeouts, sizes, drain, security switches, request limits
   bool operator==(const ServerConfig&) const = default;
 };
 

@@ -5,6 +5,7 @@
 
 #include "core/config/config.hpp"
 #include "core/config/config_rules.hpp"
+#include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
 #include "core/config/toml_reader.hpp"
 
@@ -49,11 +50,11 @@ void check_config(const Config& config) {
   if (auto problem = config_rules::check_metrics_prefix(config.server.metrics_prefix)) {
     problems.add(SourcePos{}, "server.metrics_prefix", *problem);
   }
+  config_detail::check_server_limits(problems, config.server.limits);
   if (auto problem = config_rules::check_device(config.runtime.device)) {
     problems.add(SourcePos{}, "runtime.device", *problem);
   }
-  check_range(problems, "runtime.threads", config.runtime.threads, 0,
-              std::numeric_limits<int32_t>::max());
+  check_range(problems, "runtime.threads", config.runtime.threads, 0, config_rules::kMaxRuntimeThreads);
   // The file form of the seed is a TOML integer, so a seed above INT64_MAX could not be written.
   if (config.runtime.seed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     problems.add(SourcePos{}, "runtime.seed",

@@ -12,6 +12,7 @@
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
 #include "core/config/config_rules.hpp"
+#include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
 #include "core/config/toml_json.hpp"
 #include "core/config/toml_reader.hpp"
@@ -93,6 +94,7 @@ void read_server(TableReader& t, ServerConfig& server) {
       server.metrics_prefix = *prefix;
     }
   }
+  config_detail::read_server_limits(t, server.limits);
 }
 
 void read_runtime(TableReader& t, RuntimeConfig& runtime) {
@@ -103,7 +105,7 @@ void read_runtime(TableReader& t, RuntimeConfig& runtime) {
       runtime.device = *device;
     }
   }
-  if (auto threads = t.integer("threads", 0, kInt32Max)) {
+  if (auto threads = t.integer("threads", 0, config_rules::kMaxRuntimeThreads)) {
     runtime.threads = static_cast<int32_t>(*threads);
   }
   if (auto seed = t.integer("seed", 0, kInt64Max)) runtime.seed = static_cast<uint64_t>(*seed);

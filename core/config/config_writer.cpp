@@ -4,6 +4,7 @@
 
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
+#include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
 #include "core/config/toml_json.hpp"
 
@@ -55,6 +56,7 @@ std::string to_toml(const Config& c) {
   line(out, "max_body_bytes", std::to_string(c.server.max_body_bytes));
   line(out, "api_key", toml_string(c.server.api_key));
   line(out, "metrics_prefix", toml_string(c.server.metrics_prefix));
+  out += config_detail::server_limits_toml(c.server.limits);
 
   out += "\n[runtime]\n";
   line(out, "device", toml_string(c.runtime.device));

@@ -305,8 +305,16 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
     if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk: nothing to sample
     const std::span<const float> row(logits_.data() + logit_row * vocab, vocab);
     ++logit_row;
-    if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
-    sample_into(req, row, sampled_us);
+    const uint64_t id = req.id;
+    try {
+      if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
+      sample_into(req, row, sampled_us);
+    } catch (const std::exception& e) {
+      // Sampling, logits processing and detokenizing touch this request alone: its failure ends
+      // it and no other (the step's shared state, the KV pool and plugins, is untouched here).
+      LOOM_LOG_WARN("request {}: failed while sampling: {}", id, e.what());
+      if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, e.what());
+    }
   }
 }
 

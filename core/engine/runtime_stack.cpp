@@ -85,9 +85,14 @@ RuntimeStack::RuntimeStack(const Config& config)
                   config.model.path, hparams.sliding_window, max_model_len);
     max_model_len = hparams.sliding_window;
   }
-  const int32_t threads = config.runtime.threads > 0
-                              ? config.runtime.threads
-                              : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  const auto hardware = static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  int32_t threads = config.runtime.threads > 0 ? config.runtime.threads : hardware;
+  if (threads > hardware) {
+    // More spinning workers than cores only makes every parallel_for wait for descheduled ones.
+    LOOM_LOG_WARN("runtime.threads = {} is more than the {} hardware threads here; using {}", threads, hardware,
+                  hardware);
+    threads = hardware;
+  }
   threads_ = std::make_unique<ThreadPool>(threads);
   host_ = std::make_unique<PluginHost>(*threads_, config.plugin_dirs);
 
@@ -168,12 +173,13 @@ RuntimeStack::RuntimeStack(const Config& config)
     std::string reason;
     return cache_handle_->fits(n, reason);
   };
-  int32_t lo = 0, hi = max_model_len;
+  // 64-bit bounds: hi - lo + 1 overflows int32 when max_model_len is INT32_MAX.
+  int64_t lo = 0, hi = max_model_len;
   while (lo < hi) {
-    const int32_t mid = lo + (hi - lo + 1) / 2;
-    if (fits(mid)) lo = mid; else hi = mid - 1;
+    const int64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(static_cast<int32_t>(mid))) lo = mid; else hi = mid - 1;
   }
-  max_fit_tokens_ = lo;
+  max_fit_tokens_ = static_cast<int32_t>(lo);
   LOOM_CHECK(max_fit_tokens_ > 0, "plugin cache '" + config.cache.plugin + "': the KV pool (" +
                                       std::to_string(layout.num_blocks) + " blocks of " +
                                       std::to_string(layout.block_size) + " tokens) cannot hold even one token");
@@ -207,7 +213,10 @@ void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
   static constexpr int32_t kShapes[][3] = {{64, 0, 0},  {8, 4, 64},   {256, 0, 0}, {32, 8, 128},
                                            {128, 2, 256}, {16, 16, 32}, {512, 0, 0}, {0, 8, 512}};
   constexpr int32_t kNumShapes = static_cast<int32_t>(std::size(kShapes));
-  std::vector<int32_t> tokens(static_cast<size_t>(max_model_len), 0);
+  // Token ids for the longest shape only: sized by max_model_len this was 8 GiB at INT32_MAX.
+  int32_t longest = 0;
+  for (const auto& shape : kShapes) longest = std::max({longest, shape[0], shape[2]});
+  std::vector<int32_t> tokens(static_cast<size_t>(std::min(longest, max_model_len)), 0);
   for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = static_cast<int32_t>(i % 7 + 1);
   std::vector<std::vector<int32_t>> tables;
   std::vector<SeqSchedule> seqs;

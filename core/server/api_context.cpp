@@ -1,21 +1,66 @@
 #include "core/server/api_context.hpp"
 
+#include <boost/beast/core/string.hpp>
+
+#include "core/common/logging.hpp"
+#include "core/server/json_limits.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
 namespace {
 
-// Compares without an early exit so the time taken says nothing about where keys differ.
-bool same_secret(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned diff = 0;
-  for (size_t i = 0; i < a.size(); ++i) {
-    diff |= static_cast<unsigned char>(a[i]) ^ static_cast<unsigned char>(b[i]);
+// Compares without an early exit, and in a time that depends only on the length of what the
+// client sent: neither where the keys differ nor the key's own length shows in the timing.
+bool same_secret(std::string_view given, std::string_view secret) {
+  unsigned diff = given.size() == secret.size() ? 0u : 1u;
+  const size_t n = secret.size();
+  for (size_t i = 0; i < given.size(); ++i) {
+    const unsigned char s = n > 0 ? static_cast<unsigned char>(secret[i % n]) : 0;
+    diff |= static_cast<unsigned char>(given[i]) ^ s;
   }
-  return diff == 0;
+  return diff == 0 && n > 0;
+}
+
+// "application/json" with any parameters (charset=utf-8), case-insensitive.
+bool is_json_media_type(std::string_view value) {
+  const std::string_view type = value.substr(0, value.find(';'));
+  const size_t end = type.find_last_not_of(" \t");
+  const std::string_view trimmed = type.substr(0, end == std::string_view::npos ? 0 : end + 1);
+  return boost::beast::iequals(boost::beast::string_view(trimmed.data(), trimmed.size()), "application/json");
 }
 
 }  // namespace
+
+void ApiContext::check_json_body(const HttpRequest& request) const {
+  const auto type = request[boost::beast::http::field::content_type];
+  if (options.limits.require_json_content_type && !is_json_media_type(std::string_view(type.data(), type.size()))) {
+    throw ApiError(415, "the request body must be sent with 'Content-Type: application/json'" +
+                            std::string(type.empty() ? "" : ", got '" + std::string(type) + "'"),
+                   std::nullopt, "invalid_request_error", "unsupported_media_type");
+  }
+  check_json_limits(request.body(), JsonLimits{options.limits.max_json_depth, options.limits.max_json_elements},
+                    "the request body");
+}
+
+void prepare_then_answer(const std::shared_ptr<const ApiContext>& api, HttpRequest&& request,
+                         const std::shared_ptr<HttpExchange>& exchange,
+                         std::function<PreparedAnswer(const HttpRequest&)> prepare) {
+  auto job = [api, exchange, prepare = std::move(prepare),
+              request = std::make_shared<HttpRequest>(std::move(request))] {
+    PreparedAnswer answer;
+    std::optional<HttpReply> error = error_reply_of([&] { answer = prepare(*request); });
+    auto finish = [exchange, answer = std::move(answer), error = std::move(error)] {
+      if (exchange->client_gone()) return;
+      if (error) return exchange->reply(*error);
+      std::optional<HttpReply> late = error_reply_of([&] { answer(exchange); });
+      if (late) exchange->reply(std::move(*late));
+    };
+    if (api->prepare) exchange->poster()->post(std::move(finish));
+    else finish();
+  };
+  if (api->prepare) api->prepare->post(std::move(job));
+  else job();
+}
 
 void ApiContext::check_api_key(const HttpRequest& request) const {
   if (options.api_key.empty()) return;

@@ -10,15 +10,20 @@
 #include "core/engine/engine_api.hpp"
 #include "core/server/http_exchange.hpp"
 #include "core/server/openai_routes.hpp"
+#include "core/server/prepare_pool.hpp"
 
 namespace loom {
 
 struct ApiContext {
   EngineInterface& engine;
   OpenAiRouteOptions options;
+  std::shared_ptr<PreparePool> prepare;  // null: preparation runs on the strand (tests)
 
   // 401 unless the request carries the configured API key (no-op when none is configured).
   void check_api_key(const HttpRequest& request) const;
+  // A JSON body as configured: 415 unless Content-Type is application/json (when required),
+  // 400 past the nesting or element limits.
+  void check_json_body(const HttpRequest& request) const;
   // 400 (code model_not_found) when `model` is set and is not the served model.
   void check_model(const std::optional<std::string>& model) const;
   int32_t vocab_size() const;
@@ -43,6 +48,18 @@ int32_t resolve_max_tokens(size_t n_prompt, std::optional<int32_t> requested, in
 // request) a 400 carrying its message. The exchange is answered only if fn did not answer it.
 template <typename Fn>
 void reply_errors(HttpExchange& exchange, Fn&& fn);
+// The same mapping, returned instead of sent (for work off the strand); anything else thrown is
+// a 500. Nothing when fn returned.
+template <typename Fn>
+std::optional<HttpReply> error_reply_of(Fn&& fn);
+
+// The rest of a prepared request's answer, run on its connection's strand (submit, reply).
+using PreparedAnswer = std::function<void(const std::shared_ptr<HttpExchange>&)>;
+// Runs prepare(request) on the prepare pool, then its answer on the strand (unless the client
+// left meanwhile); an error from either becomes the reply.
+void prepare_then_answer(const std::shared_ptr<const ApiContext>& api, HttpRequest&& request,
+                         const std::shared_ptr<HttpExchange>& exchange,
+                         std::function<PreparedAnswer(const HttpRequest&)> prepare);
 
 }  // namespace loom
 
@@ -65,6 +82,29 @@ void reply_errors(HttpExchange& exchange, Fn&& fn) {
   } catch (const Error& e) {
     exchange.reply(api_error_reply(ApiError(400, e.what())));
   }
+}
+
+template <typename Fn>
+std::optional<HttpReply> error_reply_of(Fn&& fn) {
+  struct Capture final : HttpExchange {
+    std::optional<HttpReply> got;
+    std::shared_ptr<StrandPoster> poster() override { return nullptr; }
+    void hold(std::shared_ptr<void>) override {}
+    void add_header(std::string, std::string) override {}
+    void reply(HttpReply r) override { got = std::move(r); }
+    void begin_stream(unsigned, std::string) override {}
+    void write(std::string) override {}
+    void end_stream() override {}
+    bool client_gone() const override { return false; }
+    void on_client_gone(std::function<void()>) override {}
+    void on_server_stop(std::function<void()>) override {}
+  } capture;
+  try {
+    reply_errors(capture, fn);
+  } catch (const std::exception& e) {
+    capture.got = api_error_reply(500, std::string("internal error: ") + e.what());
+  }
+  return std::move(capture.got);
 }
 
 }  // namespace loom

@@ -7,6 +7,7 @@
 #include "core/template/chat_template.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/server/api_error.hpp"
+#include "core/server/content_shield.hpp"
 #include "core/server/json_fields.hpp"
 
 namespace loom {
@@ -24,8 +25,33 @@ std::string render_chat_prompt(const std::vector<ChatMessage>& messages,
   return out;
 }
 
+namespace {
+
+// What the server itself gives the template: a client's kwargs must not replace these.
+constexpr std::string_view kReservedVariables[] = {"messages", "add_generation_prompt", "bos_token",
+                                                    "eos_token", "raise_exception", "strftime_now"};
+
+// The content of user, system and tool messages. Assistant turns are the model's own earlier
+// output, which templates take apart by its tags (Qwen3 splits reasoning at </think>).
+void shield_content(nlohmann::ordered_json& message, ContentShield& shield) {
+  if (!message.is_object() || message.value("role", "") == "assistant") return;
+  const auto it = message.find("content");
+  if (it == message.end()) return;
+  if (it->is_string()) {
+    *it = shield.shield(it->get<std::string>());
+  } else if (it->is_array()) {
+    for (auto& part : *it) {
+      if (part.is_object() && part.contains("text") && part["text"].is_string()) {
+        part["text"] = shield.shield(part["text"].get<std::string>());
+      }
+    }
+  }
+}
+
+}  // namespace
+
 std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_view body,
-                              const std::vector<ChatMessage>& messages) {
+                              const std::vector<ChatMessage>& messages, ContentShield* shield) {
   // Ordered, so tool arguments keep the client's key order when a template prints them (tojson).
   const auto json = nlohmann::ordered_json::parse(body);
   bool add_generation_prompt = true;
@@ -38,6 +64,12 @@ std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_vie
   if (const auto it = json.find("chat_template_kwargs"); it != json.end() && !it->is_null()) {
     if (!it->is_object()) throw bad_field("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     kwargs = *it;
+    for (std::string_view name : kReservedVariables) {
+      if (kwargs.contains(name)) {
+        throw bad_field("chat_template_kwargs", "'chat_template_kwargs." + std::string(name) +
+                                                    "' would replace a variable the server sets; it is not allowed");
+      }
+    }
   }
   if (const auto it = json.find("tools"); it != json.end() && !it->is_null() && !kwargs.contains("tools")) {
     kwargs["tools"] = *it;
@@ -45,12 +77,16 @@ std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_vie
   // Templates print tool-call arguments as objects (tojson), as vLLM hands them: the JSON text
   // the client sent back (already validated) is parsed for them.
   nlohmann::ordered_json history = json.at("messages");
+  if (shield) {
+    for (auto& m : history) shield_content(m, *shield);
+  }
   for (auto& m : history) {
     if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
     for (auto& call : m["tool_calls"]) {
       auto& fn = call["function"];
       if (fn.is_object() && fn.contains("arguments") && fn["arguments"].is_string()) {
-        fn["arguments"] = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>());
+        // Validated as JSON text when the request was read (Json::accept); no exception here.
+        fn["arguments"] = nlohmann::ordered_json::parse(fn["arguments"].get<std::string>(), nullptr, false);
       }
     }
   }
@@ -58,10 +94,11 @@ std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_vie
 }
 
 std::vector<int32_t> tokenize_chat_prompt(const Tokenizer& tokenizer, const ChatTemplate* chat_template,
-                                          const std::string& text) {
+                                          const std::string& text, const ContentShield* shield) {
   if (!chat_template) return tokenizer.encode(text, /*add_special=*/true);
   const std::string& bos = chat_template->bos_token();
   const bool wrote_bos = !bos.empty() && text.compare(0, bos.size(), bos) == 0;
+  if (shield) return shield->encode(text, /*add_special=*/!wrote_bos);
   return tokenizer.encode(text, /*add_special=*/!wrote_bos, /*parse_special=*/true);
 }
 

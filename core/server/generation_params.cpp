@@ -1,5 +1,6 @@
 #include "core/server/generation_params.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <limits>
 #include <string>
@@ -12,6 +13,10 @@ namespace {
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt64Min = std::numeric_limits<int64_t>::min();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+// A value checked > 0 as a double stays > 0 as a float: 1e-300 becomes the smallest normal float
+// instead of 0.0f, which the sampler and the penalties would refuse (or divide by).
+float positive_float(double v) { return std::max(static_cast<float>(v), std::numeric_limits<float>::min()); }
 
 void read_stream_options(const Json& body, GenerationParams& out) {
   const auto it = body.find("stream_options");
@@ -80,7 +85,7 @@ void read_processing(const Json& body, LogitsProcessing& p) {
     p.frequency_penalty = static_cast<float>(*v);
   }
   if (auto v = read_number(body, "repetition_penalty", "repetition_penalty", 0.0, 2.0, /*min_exclusive=*/true)) {
-    p.repetition_penalty = static_cast<float>(*v);
+    p.repetition_penalty = positive_float(*v);
   }
   read_logit_bias(body, p);
   if (auto v = read_int(body, "min_tokens", "min_tokens", 0, kInt32Max)) p.min_tokens = static_cast<int32_t>(*v);
@@ -128,7 +133,7 @@ GenerationParams parse_generation_params(const Json& body, bool chat) {
     s.temperature = static_cast<float>(*v);
   }
   if (auto v = read_number(body, "top_p", "top_p", 0.0, 1.0, /*min_exclusive=*/true)) {
-    s.top_p = static_cast<float>(*v);
+    s.top_p = positive_float(*v);  // 1e-300: only the most likely token, never a 0 the sampler refuses
   }
   if (auto v = read_int(body, "top_k", "top_k", -1, kInt32Max)) {
     s.top_k = *v <= 0 ? 0 : static_cast<int32_t>(*v);  // -1 (vLLM) and 0 both mean off

@@ -4,7 +4,9 @@
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/server/chat_request.hpp"
 #include "core/server/completion_request.hpp"
+#include "core/server/content_shield.hpp"
 #include "core/server/generation_stream.hpp"
+#include "core/server/request_limits.hpp"
 
 namespace loom {
 namespace {
@@ -16,13 +18,14 @@ GenerateRequest make_request(const ApiContext& api, ApiKind kind, const Generati
                              std::vector<int32_t> prompt, const std::string& prompt_param) {
   const ModelInfo& info = api.engine.model_info();
   check_prompt_tokens(prompt, api.vocab_size(), prompt_param);
+  const int32_t total_limit = check_prompt_limits(api.options.limits, info.max_model_len, prompt.size(), prompt_param);
   // Chat answers run until the model stops unless limited; completions default to 16 tokens.
   const std::optional<int32_t> fallback =
       kind == ApiKind::kChat ? std::nullopt : std::optional<int32_t>(kCompletionDefaultMaxTokens);
   GenerateRequest request;
   request.sampling = params.sampling;
-  request.sampling.max_tokens = resolve_max_tokens(prompt.size(), params.max_tokens,
-                                                   info.max_model_len, fallback, prompt_param);
+  request.sampling.max_tokens =
+      resolve_max_tokens(prompt.size(), params.max_tokens, total_limit, fallback, prompt_param);
   // best_of ranks candidates by their cumulative logprob: the engine reports it per token.
   if (params.best_of > params.n && !request.sampling.logprobs) request.sampling.logprobs = 0;
   request.n = params.best_of;
@@ -68,18 +71,27 @@ StreamSettings make_settings(const ApiContext& api, ApiKind kind, const Generati
   settings.logprobs = params.sampling.logprobs.has_value();
   settings.prompt_logprobs = params.sampling.prompt_logprobs.has_value();
   settings.user = params.user.value_or("");
+  settings.timeout = std::chrono::seconds(api.options.limits.request_timeout);
   return settings;
+}
+
+// The answer of a generation route: submit and stream, on the strand.
+PreparedAnswer start_generation(const ApiContext& api, StreamSettings settings, std::vector<GenerateRequest> requests) {
+  auto state = std::make_shared<std::pair<StreamSettings, std::vector<GenerateRequest>>>(std::move(settings),
+                                                                                        std::move(requests));
+  return [&engine = api.engine, state](const std::shared_ptr<HttpExchange>& exchange) {
+    GenerationStream::start(exchange, engine, std::move(state->first), std::move(state->second));
+  };
 }
 
 }  // namespace
 
-void handle_completions(const ApiContext& api, const HttpRequest& request,
-                        const std::shared_ptr<HttpExchange>& exchange) {
-  reply_errors(*exchange, [&] {
-    api.check_api_key(request);
+PreparedAnswer prepare_completions(const ApiContext& api, const HttpRequest& request) {
+  {
     CompletionRequest parsed = parse_completion_request(request.body());
     apply_slo_headers(request, parsed.params.slo);
     api.check_model(parsed.params.model);
+    check_request_limits(api.options.limits, parsed.params, /*chat=*/false);
     StreamSettings settings = make_settings(api, ApiKind::kCompletion, parsed.params);
     settings.echo = parsed.echo;
     // With echo + logprobs the prompt's scores come back in the logprobs object, not beside it,
@@ -90,7 +102,8 @@ void handle_completions(const ApiContext& api, const HttpRequest& request,
     const bool many = parsed.prompts.size() > 1;
     for (size_t p = 0; p < parsed.prompts.size(); ++p) {
       CompletionPrompt& prompt = parsed.prompts[p];
-      std::vector<int32_t> ids = prompt.text ? tokenizer.encode(*prompt.text, true) : std::move(prompt.tokens);
+      std::vector<int32_t> ids = prompt.text ? tokenizer.encode(*prompt.text, true, api.options.limits.special_tokens_in_prompt)
+                                             : std::move(prompt.tokens);
       const std::string param = many ? "prompt[" + std::to_string(p) + "]" : "prompt";
       GenerateRequest r = make_request(api, ApiKind::kCompletion, parsed.params, ids, param);
       settings.prompt_tokens += static_cast<int32_t>(r.prompt.size());
@@ -99,19 +112,20 @@ void handle_completions(const ApiContext& api, const HttpRequest& request,
       }
       requests.push_back(std::move(r));
     }
-    GenerationStream::start(exchange, api.engine, std::move(settings), std::move(requests));
-  });
+    return start_generation(api, std::move(settings), std::move(requests));
+  }
 }
 
-void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
-                             const std::shared_ptr<HttpExchange>& exchange) {
-  reply_errors(*exchange, [&] {
-    api.check_api_key(request);
+PreparedAnswer prepare_chat_completions(const ApiContext& api, const HttpRequest& request) {
+  {
     ChatRequest parsed = parse_chat_request(request.body());
     apply_slo_headers(request, parsed.params.slo);
     api.check_model(parsed.params.model);
+    check_request_limits(api.options.limits, parsed.params, /*chat=*/true);
     const ChatTemplate* chat_template = api.chat_template();
-    const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages);
+    ContentShield shield(api.engine.tokenizer());
+    ContentShield* use = api.options.limits.special_tokens_in_chat ? nullptr : &shield;
+    const std::string text = apply_chat_prompt(chat_template, request.body(), parsed.messages, use);
     StreamSettings settings = make_settings(api, ApiKind::kChat, parsed.params);
     settings.chat_output = chat_output_settings(api, chat_template, parsed, text);
     // tool_choice required, a named function or strict tools constrain the answer to calls.
@@ -124,7 +138,7 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     }
     std::vector<GenerateRequest> requests;
     requests.push_back(make_request(api, ApiKind::kChat, parsed.params,
-                                    tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text), "messages"));
+                                    tokenize_chat_prompt(api.engine.tokenizer(), chat_template, text, use), "messages"));
     // Llama 3's <|python_tag|> and Mistral's [TOOL_CALLS] are control tokens: the parser must see them.
     const ToolCallFormat tools = settings.chat_output.tool_calls;
     if (tools == ToolCallFormat::kLlama3Json || tools == ToolCallFormat::kMistral) {
@@ -132,10 +146,10 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     }
     settings.prompt_tokens = static_cast<int32_t>(requests[0].prompt.size());
     if (settings.prompt_logprobs) {
-      settings.prompts.push_back(EchoPrompt{text, requests[0].prompt});
+      settings.prompts.push_back(EchoPrompt{shield.restore(text), requests[0].prompt});
     }
-    GenerationStream::start(exchange, api.engine, std::move(settings), std::move(requests));
-  });
+    return start_generation(api, std::move(settings), std::move(requests));
+  }
 }
 
 }  // namespace loom

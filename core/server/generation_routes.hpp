@@ -2,15 +2,12 @@
 // tokens -> EngineInterface::submit, with the response left to a GenerationStream.
 #pragma once
 
-#include <memory>
-
 #include "core/server/api_context.hpp"
 
 namespace loom {
 
-void handle_completions(const ApiContext& api, const HttpRequest& request,
-                        const std::shared_ptr<HttpExchange>& exchange);
-void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
-                             const std::shared_ptr<HttpExchange>& exchange);
+// Parse, check, template and tokenize (off the HTTP threads); the answer submits and streams.
+PreparedAnswer prepare_completions(const ApiContext& api, const HttpRequest& request);
+PreparedAnswer prepare_chat_completions(const ApiContext& api, const HttpRequest& request);
 
 }  // namespace loom

@@ -52,6 +52,22 @@ void GenerationStream::start(const std::shared_ptr<HttpExchange>& exchange, Engi
   exchange->on_client_gone([weak] {
     if (auto stream = weak.lock()) stream->abort_all();
   });
+  exchange->on_server_stop([weak] {
+    if (auto stream = weak.lock()) {
+      stream->cut(ApiError(503, "the server is shutting down and its drain time ran out before this request finished",
+                           std::nullopt, "server_error", "server_shutting_down"));
+    }
+  });
+  if (self->settings_.timeout.count() > 0) {
+    const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(self->settings_.timeout).count();
+    self->timeout_ = exchange->poster()->post_after(self->settings_.timeout, [weak, seconds] {
+      if (auto stream = weak.lock()) {
+        stream->cut(ApiError(504, "the request did not finish within the server's request timeout of " +
+                                      std::to_string(seconds) + " s (server.request_timeout)",
+                             std::nullopt, "server_error", "request_timeout"));
+      }
+    });
+  }
   if (self->settings_.stream) {
     exchange->begin_stream(200, kSseContentType);
     // Chat streams open each choice with the assistant role, as OpenAI's do, before any token.
@@ -165,7 +181,18 @@ void GenerationStream::fail(HttpExchange& exchange, const GenerationOutput& out)
   finished_ = true;
   // One choice failing fails the response: the others need not run on.
   if (choices_.size() > 1) abort_all();
-  const ApiError error = failure(out);
+  end_with_error(exchange, failure(out));
+}
+
+void GenerationStream::cut(const ApiError& error) {
+  auto exchange = exchange_.lock();
+  if (!exchange || exchange->client_gone() || finished_) return;
+  finished_ = true;
+  abort_all();
+  end_with_error(*exchange, error);
+}
+
+void GenerationStream::end_with_error(HttpExchange& exchange, const ApiError& error) {
   LOOM_LOG_INFO("request {}: failed ({}){}", settings_.meta.id, error.what(),
                 settings_.user.empty() ? "" : ", user " + settings_.user);
   if (!settings_.stream) {

@@ -11,6 +11,7 @@
 // when b > n (vLLM's best_of), in engine order otherwise.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -41,6 +42,7 @@ struct StreamSettings {
   std::vector<EchoPrompt> prompts;   // [num prompts] when echo or prompt_logprobs
   std::string user;                  // written in the request log line
   ChatOutputSettings chat_output;    // chat: reasoning and tool-call parsing
+  std::chrono::milliseconds timeout{0};  // from submit to the end; 0 = none ([server] request_timeout)
 };
 
 class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
@@ -73,6 +75,10 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   void stream_parsed_chat(HttpExchange& exchange, int32_t index, Choice& choice, GenerationOutput& out);
   bool parses_chat() const;
   void fail(HttpExchange& exchange, const GenerationOutput& out);
+  // Ends the response now with `error` (a stream: an error event, then [DONE]) and aborts the
+  // engine requests: the request timed out, or the server stops.
+  void cut(const ApiError& error);
+  void end_with_error(HttpExchange& exchange, const ApiError& error);
   void end_stream_if_done(HttpExchange& exchange);  // after every choice finished: usage, [DONE]
   void reply_whole(HttpExchange& exchange);
   // The logprobs object of some tokens of one choice (advancing its text offset), or null;
@@ -93,6 +99,7 @@ class GenerationStream : public std::enable_shared_from_this<GenerationStream> {
   std::vector<Choice> choices_;  // [num prompts * best_of], see the region map
   int32_t num_finished_ = 0;
   bool finished_ = false;  // the response is complete (or failed)
+  std::shared_ptr<void> timeout_;  // the request_timeout wait; dropped (cancelled) with this object
 };
 
 }  // namespace loom

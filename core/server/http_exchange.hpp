@@ -11,6 +11,7 @@
 
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/string_body.hpp>
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -34,6 +35,10 @@ class StrandPoster {
   // Any thread: queues fn to run on the connection's strand. Never blocks on I/O; once the
   // connection is gone, fn is dropped unrun.
   virtual void post(std::function<void()> fn) = 0;
+  // Any thread: fn runs on the strand once `delay` has passed (dropped if the connection is gone).
+  // Dropping the returned handle, on the strand, cancels it (so a long timeout holds nothing
+  // once the work it guards is over).
+  virtual std::shared_ptr<void> post_after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
 };
 
 class HttpExchange {
@@ -44,6 +49,9 @@ class HttpExchange {
 
   // Keeps `state` alive until the response is complete or the client is gone.
   virtual void hold(std::shared_ptr<void> state) = 0;
+
+  // A header field sent with the response, whichever it is (e.g. CORS); call before it starts.
+  virtual void add_header(std::string name, std::string value) = 0;
 
   // The whole response. Ignored once the client is gone or a response was started.
   virtual void reply(HttpReply reply) = 0;
@@ -60,6 +68,10 @@ class HttpExchange {
   // fn runs once, on the strand, when the client goes away before the response is complete; at
   // once if it already has.
   virtual void on_client_gone(std::function<void()> fn) = 0;
+  // fn runs once, on the strand, when the server stops (its drain time over) while this response
+  // is still pending. It should end the response at once, as a failure the client can read (a
+  // stream: an error event, then its end); the connection is closed soon after either way.
+  virtual void on_server_stop(std::function<void()> fn) = 0;
 };
 
 }  // namespace loom

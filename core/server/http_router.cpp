@@ -23,8 +23,8 @@ HttpReply HttpRouter::error(unsigned status, const std::string& message) const {
   return error_formatter_(status, message);
 }
 
-void HttpRouter::dispatch(const HttpRequest& request,
-                          const std::shared_ptr<HttpExchange>& exchange) const {
+void HttpRouter::dispatch(HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) const {
+  if (filter_ && filter_(request, *exchange)) return;
   const std::string_view target(request.target().data(), request.target().size());
   const std::string_view path = target.substr(0, target.find('?'));
   auto route = routes_.find(path);
@@ -50,12 +50,12 @@ void HttpRouter::dispatch(const HttpRequest& request,
     exchange->reply(std::move(reply));
     return;
   }
+  const std::string method(request.method_string()), where(path);  // the handler may move the request
   try {
     handler->second(request, exchange);
   } catch (const std::exception& e) {
     // Handlers report request problems themselves; anything escaping is a bug on our side.
-    LOOM_LOG_ERROR("handler for {} {} failed: {}", std::string(request.method_string()),
-                   std::string(path), e.what());
+    LOOM_LOG_ERROR("handler for {} {} failed: {}", method, where, e.what());
     exchange->reply(error(500, std::string("internal error: ") + e.what()));
   }
 }

@@ -14,7 +14,10 @@
 
 namespace loom {
 
-using RouteHandler = std::function<void(const HttpRequest&, std::shared_ptr<HttpExchange>)>;
+// The handler may move from the request (e.g. to hand its body to another thread).
+using RouteHandler = std::function<void(HttpRequest&, std::shared_ptr<HttpExchange>)>;
+// Runs before routing; returns true when it answered the request itself (e.g. a CORS preflight).
+using RequestFilter = std::function<bool(const HttpRequest&, HttpExchange&)>;
 using ErrorFormatter = std::function<HttpReply(unsigned status, const std::string& message)>;
 
 class HttpRouter {
@@ -28,13 +31,16 @@ class HttpRouter {
   // /v1/models/{id}); the handler reads the rest of the path itself.
   void add_prefix(boost::beast::http::verb method, std::string prefix, RouteHandler handler);
 
+  void set_filter(RequestFilter filter) { filter_ = std::move(filter); }
+
   // Runs on the connection's strand.
-  void dispatch(const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) const;
+  void dispatch(HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) const;
 
   HttpReply error(unsigned status, const std::string& message) const;
 
  private:
   ErrorFormatter error_formatter_;
+  RequestFilter filter_;
   std::map<std::string, std::map<boost::beast::http::verb, RouteHandler>, std::less<>> routes_;
   std::map<std::string, std::map<boost::beast::http::verb, RouteHandler>, std::less<>> prefixes_;
 };

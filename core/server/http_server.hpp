@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "core/config/server_limits.hpp"
 #include "core/engine/engine_api.hpp"
 #include "core/server/http_listener.hpp"
 #include "core/server/openai_routes.hpp"
@@ -26,7 +27,13 @@ struct ServerOptions {
   std::string metrics_prefix = "loom";  // [server] metrics_prefix: "loom" or "vllm"
   std::shared_ptr<const ChatTemplate> chat_template;  // null = the model's own
   ChatOutputConfig chat_output;
+  ServerLimits limits;  // [server] limits, timeouts, drain and security switches
 };
+
+struct ServerConfig;
+// The options of [server] (host, port, threads, body limit, key, metrics prefix, limits); the
+// chat template and output parsing come from [model] and are the caller's to fill.
+ServerOptions server_options(const ServerConfig& config);
 
 class HttpServer {
  public:
@@ -38,12 +45,15 @@ class HttpServer {
   void start();
   uint16_t port() const;
 
-  // Graceful: stops accepting, /health turns 503, waits up to `drain` for pending responses,
-  // then closes all connections (aborting what is left in the engine) and joins the threads.
-  // Call from any thread but an HTTP one.
-  void stop(std::chrono::milliseconds drain = std::chrono::seconds(5));
+  // Graceful: stops accepting, /health turns 503, waits up to `drain` (default: the configured
+  // drain_timeout) for pending responses, then ends what is left with an error the client can
+  // read (a stream: an error event and [DONE]) and aborts it in the engine, closes all
+  // connections and joins the threads. Call from any thread but an HTTP one.
+  void stop();
+  void stop(std::chrono::milliseconds drain);
 
  private:
+  std::chrono::milliseconds drain_;
   std::shared_ptr<std::atomic<bool>> draining_;
   std::unique_ptr<HttpListener> listener_;
 };

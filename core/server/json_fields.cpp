@@ -72,6 +72,9 @@ Json parse_json_object(std::string_view body) {
     parsed = Json::parse(body.begin(), body.end());
   } catch (const Json::parse_error& e) {
     throw ApiError(400, std::string("request body is not valid JSON: ") + e.what());
+  } catch (const Json::exception& e) {
+    // e.g. out_of_range 406: a number such as 1e999 that no double holds.
+    throw ApiError(400, std::string("request body has a value out of range: ") + e.what());
   }
   if (!parsed.is_object()) {
     throw ApiError(400, "request body must be a JSON object, got " + json_type_text(parsed));

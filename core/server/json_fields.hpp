@@ -15,7 +15,8 @@ namespace loom {
 using Json = nlohmann::json;
 
 // The raw body as a JSON object. Throws 400 when the body is not valid UTF-8 (naming the byte
-// offset), is not JSON (naming the parser's position) or is not an object.
+// offset), is not JSON (naming the parser's position), holds a number no double holds (1e999)
+// or is not an object.
 Json parse_json_object(std::string_view body);
 
 // `field` is the name used in messages and as the error's param (e.g.

@@ -72,9 +72,13 @@ KvBudget kv_memory_budget(const KvBudgetInputs& in) {
   const int64_t block_bytes = in.block_size * in.bytes_per_token + in.bytes_per_block_extra;
   const int64_t one_sequence = ceil_div(in.max_model_len, in.block_size) * block_bytes;
   const int64_t needed = in.max_num_seqs * one_sequence;
-  const int64_t floor = std::min(needed, std::max(one_sequence, kMinKvMemory));
   const int64_t share = static_cast<int64_t>(in.memory_utilization * static_cast<double>(in.mem_available));
   const int64_t budget = share - in.model_bytes;
+  // One full-length sequence is the floor, unless even that exceeds the machine's memory (a huge
+  // max_model_len): then the budget is all there is, and requests are held to what it fits.
+  const int64_t one_floor = in.mem_available > 0 && one_sequence > in.mem_available ? std::max(budget, int64_t{0})
+                                                                                    : one_sequence;
+  const int64_t floor = std::min(needed, std::max(one_floor, kMinKvMemory));
 
   const std::string what = std::to_string(in.max_num_seqs) + " seqs x " + std::to_string(in.max_model_len) +
                            " tokens x " + std::to_string(in.bytes_per_token) + " B/token";

@@ -5,9 +5,6 @@
 #include <cstdio>
 #include <iostream>
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
-
 #include "core/common/command_line.hpp"
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
@@ -17,6 +14,7 @@
 #include "core/server/chat_prompt.hpp"
 #include "core/server/http_server.hpp"
 #include "core/server/kv_memory_budget.hpp"
+#include "core/server/signal_watch.hpp"
 
 int main(int argc, char** argv) {
   using namespace loom;
@@ -35,6 +33,7 @@ int main(int argc, char** argv) {
     std::cout << "loom-server 0.1.0\n";
     return 0;
   }
+  SignalWatch signals;  // before the engine starts any thread
   try {
     Config config = load_effective_config(cli);
     set_log_level(config.log_level);
@@ -45,13 +44,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     Engine engine(config);
-    ServerOptions options;
-    options.host = config.server.host;
-    options.port = config.server.port;
-    options.threads = config.server.http_threads;
-    options.max_body_bytes = config.server.max_body_bytes;
-    options.api_key = config.server.api_key;
-    options.metrics_prefix = config.server.metrics_prefix;
+    ServerOptions options = server_options(config.server);
     if (!config.model.chat_template.empty()) {
       options.chat_template =
           load_chat_template_file(config.model.chat_template, engine.chat_template(), engine.tokenizer());
@@ -64,14 +57,9 @@ int main(int argc, char** argv) {
     server.start();
     LOOM_LOG_INFO("serving '{}' on http://{}:{}", engine.model_info().name, config.server.host,
                   server.port());
-
-    boost::asio::io_context signals_io;
-    boost::asio::signal_set signals(signals_io, SIGINT, SIGTERM);
-    signals.async_wait([&](const boost::system::error_code&, int sig) {
-      LOOM_LOG_INFO("signal {}: shutting down", sig);
-    });
-    signals_io.run();
-    server.stop();
+    signals.serving();
+    signals.wait();
+    server.stop();  // drains for [server] drain_timeout
     engine.shutdown();
     return 0;
   } catch (const std::exception& e) {

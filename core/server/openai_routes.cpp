@@ -1,5 +1,6 @@
 #include "core/server/openai_routes.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "core/tokenizer/tokenizer.hpp"
@@ -53,12 +54,38 @@ void handle_health(const ApiContext& api, const ExchangePtr& ex) {
                       {}});
 }
 
-void handle_metrics(const ApiContext& api, const ExchangePtr& ex) {
-  ex->reply(HttpReply{200,
-                      kMetricsContentType,
-                      render_metrics(api.engine.stats(), api.engine.model_info().name,
-                                     api.options.metrics_prefix),
-                      {}});
+void handle_metrics(const ApiContext& api, const HttpRequest& request, const ExchangePtr& ex) {
+  reply_errors(*ex, [&] {
+    if (!api.options.limits.metrics_public) api.check_api_key(request);
+    ex->reply(HttpReply{200,
+                        kMetricsContentType,
+                        render_metrics(api.engine.stats(), api.engine.model_info().name,
+                                       api.options.metrics_prefix),
+                        {}});
+  });
+}
+
+// [server] cors_allow_origins: an allowed Origin gets Access-Control-Allow-Origin on every
+// response, and its preflight (OPTIONS with Access-Control-Request-Method) a 204 saying what may
+// be sent. With no origins configured nothing is added, so browsers keep their same-origin rule.
+bool cors_filter(const ApiContext& api, const HttpRequest& request, HttpExchange& ex) {
+  const auto& allowed = api.options.limits.cors_allow_origins;
+  const auto origin_field = request[http::field::origin];
+  if (allowed.empty() || origin_field.empty()) return false;
+  const std::string origin(origin_field);
+  const bool any = std::find(allowed.begin(), allowed.end(), "*") != allowed.end();
+  if (!any && std::find(allowed.begin(), allowed.end(), origin) == allowed.end()) return false;
+  ex.add_header("Access-Control-Allow-Origin", any ? "*" : origin);
+  if (!any) ex.add_header("Vary", "Origin");
+  if (request.method() != http::verb::options || request[http::field::access_control_request_method].empty()) {
+    return false;
+  }
+  HttpReply preflight{204, "", "", {}};
+  preflight.headers = {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                       {"Access-Control-Allow-Headers", "Authorization, Content-Type, X-Request-Id"},
+                       {"Access-Control-Max-Age", "600"}};
+  ex.reply(std::move(preflight));
+  return true;
 }
 
 }  // namespace
@@ -74,22 +101,39 @@ HttpReply api_error_reply(unsigned status, const std::string& message) {
                                   status >= 500 ? "server_error" : "invalid_request_error"));
 }
 
+void add_json_post(HttpRouter& router, const std::shared_ptr<const ApiContext>& api, std::string path,
+                   std::function<PreparedAnswer(const ApiContext&, const HttpRequest&)> prepare) {
+  router.add(http::verb::post, std::move(path), [api, prepare](HttpRequest& r, ExchangePtr ex) {
+    bool checked = false;
+    reply_errors(*ex, [&] {
+      api->check_api_key(r);
+      api->check_json_body(r);
+      checked = true;
+    });
+    if (!checked) return;
+    prepare_then_answer(api, std::move(r), ex, [api, prepare](const HttpRequest& req) { return prepare(*api, req); });
+  });
+}
+
 void add_openai_routes(HttpRouter& router, EngineInterface& engine, OpenAiRouteOptions options) {
-  auto api = std::make_shared<const ApiContext>(ApiContext{engine, std::move(options)});
-  router.add(http::verb::post, "/v1/completions",
-             [api](const HttpRequest& r, ExchangePtr ex) { handle_completions(*api, r, ex); });
-  router.add(http::verb::post, "/v1/chat/completions",
-             [api](const HttpRequest& r, ExchangePtr ex) { handle_chat_completions(*api, r, ex); });
+  const int32_t prepare_threads = options.limits.prepare_threads;
+  auto api = std::make_shared<const ApiContext>(
+      ApiContext{engine, std::move(options), std::make_shared<PreparePool>(prepare_threads)});
+  router.set_filter([api](const HttpRequest& r, HttpExchange& ex) { return cors_filter(*api, r, ex); });
+  add_json_post(router, api, "/v1/completions", prepare_completions);
+  add_json_post(router, api, "/v1/chat/completions", prepare_chat_completions);
   router.add(http::verb::get, "/v1/models",
              [api](const HttpRequest& r, ExchangePtr ex) { handle_models(*api, r, ex); });
   router.add_prefix(http::verb::get, std::string(kModelsPrefix),
                     [api](const HttpRequest& r, ExchangePtr ex) { handle_model(*api, r, ex); });
-  router.add(http::verb::get, "/health",
-             [api](const HttpRequest&, ExchangePtr ex) { handle_health(*api, ex); });
+  for (http::verb verb : {http::verb::get, http::verb::head}) {  // HEAD for probes that send it
+    router.add(verb, "/health", [api](const HttpRequest&, ExchangePtr ex) { handle_health(*api, ex); });
+  }
   router.add(http::verb::get, "/metrics",
-             [api](const HttpRequest&, ExchangePtr ex) { handle_metrics(*api, ex); });
-  add_template_routes(router, api);
-  add_tokenize_routes(router, api);
+             [api](const HttpRequest& r, ExchangePtr ex) { handle_metrics(*api, r, ex); });
+  add_json_post(router, api, "/apply-template", prepare_apply_template);
+  add_json_post(router, api, "/tokenize", prepare_tokenize);
+  add_json_post(router, api, "/detokenize", prepare_detokenize);
 }
 
 }  // namespace loom

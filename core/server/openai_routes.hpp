@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "core/config/server_limits.hpp"
 #include "core/engine/engine_api.hpp"
 #include "core/server/api_error.hpp"
 #include "core/server/http_router.hpp"
@@ -31,6 +32,7 @@ struct OpenAiRouteOptions {
   // --chat-template: used instead of the model's own template; null = the model's.
   std::shared_ptr<const ChatTemplate> chat_template;
   ChatOutputConfig chat_output;  // [model] reasoning_parser / reasoning tags / tool_parser
+  ServerLimits limits;           // [server] limits and security switches
 };
 
 // An OpenAI error body for `status` (the router's and transport's errors use it too).

@@ -8,6 +8,7 @@
 #include "core/server/api_error.hpp"
 #include "core/server/chat_prompt.hpp"
 #include "core/server/chat_request.hpp"
+#include "core/server/content_shield.hpp"
 #include "core/server/json_fields.hpp"
 
 namespace loom {
@@ -31,7 +32,9 @@ std::vector<int32_t> tokenize_body(const ApiContext& api, const HttpRequest& req
     // A chat body: rendered exactly as /v1/chat/completions would, then tokenized the same way.
     const ChatRequest parsed = parse_chat_request(request.body());
     const ChatTemplate* tmpl = api.chat_template();
-    return tokenize_chat_prompt(tok, tmpl, apply_chat_prompt(tmpl, request.body(), parsed.messages));
+    ContentShield shield(tok);
+    ContentShield* use = api.options.limits.special_tokens_in_chat ? nullptr : &shield;
+    return tokenize_chat_prompt(tok, tmpl, apply_chat_prompt(tmpl, request.body(), parsed.messages, use), use);
   }
   const std::string text = tokenize_text(body);
   // llama.cpp's key first; vLLM's add_special_tokens is the same switch.
@@ -41,9 +44,16 @@ std::vector<int32_t> tokenize_body(const ApiContext& api, const HttpRequest& req
   return tok.encode(text, add_special.value_or(true), parse_special);
 }
 
-void handle_tokenize(const ApiContext& api, const HttpRequest& request, const std::shared_ptr<HttpExchange>& exchange) {
-  reply_errors(*exchange, [&] {
-    api.check_api_key(request);
+PreparedAnswer reply_json(const Json& body) {
+  return [reply = HttpReply{200, "application/json", dump_json(body), {}}](const std::shared_ptr<HttpExchange>& ex) {
+    ex->reply(reply);
+  };
+}
+
+}  // namespace
+
+PreparedAnswer prepare_tokenize(const ApiContext& api, const HttpRequest& request) {
+  {
     const Json body = parse_json_object(request.body());
     api.check_model(read_string(body, "model", "model"));
     const std::vector<int32_t> ids = tokenize_body(api, request, body);
@@ -66,17 +76,14 @@ void handle_tokenize(const ApiContext& api, const HttpRequest& request, const st
     } else {
       tokens = ids;
     }
-    const Json reply{{"tokens", tokens},
-                     {"count", ids.size()},
-                     {"max_model_len", api.engine.model_info().max_model_len}};
-    exchange->reply(HttpReply{200, "application/json", dump_json(reply), {}});
-  });
+    return reply_json(Json{{"tokens", tokens},
+                           {"count", ids.size()},
+                           {"max_model_len", api.engine.model_info().max_model_len}});
+  }
 }
 
-void handle_detokenize(const ApiContext& api, const HttpRequest& request,
-                       const std::shared_ptr<HttpExchange>& exchange) {
-  reply_errors(*exchange, [&] {
-    api.check_api_key(request);
+PreparedAnswer prepare_detokenize(const ApiContext& api, const HttpRequest& request) {
+  {
     const Json body = parse_json_object(request.body());
     api.check_model(read_string(body, "model", "model"));
     const auto it = body.find("tokens");
@@ -89,17 +96,8 @@ void handle_detokenize(const ApiContext& api, const HttpRequest& request,
       ids.push_back(static_cast<int32_t>(as_int((*it)[i], "tokens[" + std::to_string(i) + "]", 0, vocab - 1)));
     // Invalid UTF-8 (a token list cut inside a character) is replaced, so the reply stays JSON.
     const std::string decoded = utf8_sanitize(api.engine.tokenizer().decode(ids));
-    exchange->reply(HttpReply{200, "application/json", dump_json(Json{{"content", decoded}, {"prompt", decoded}}), {}});
-  });
-}
-
-}  // namespace
-
-void add_tokenize_routes(HttpRouter& router, const std::shared_ptr<const ApiContext>& api) {
-  router.add(boost::beast::http::verb::post, "/tokenize",
-             [api](const HttpRequest& r, std::shared_ptr<HttpExchange> ex) { handle_tokenize(*api, r, ex); });
-  router.add(boost::beast::http::verb::post, "/detokenize",
-             [api](const HttpRequest& r, std::shared_ptr<HttpExchange> ex) { handle_detokenize(*api, r, ex); });
+    return reply_json(Json{{"content", decoded}, {"prompt", decoded}});
+  }
 }
 
 }  // namespace loom

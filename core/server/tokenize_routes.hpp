@@ -7,13 +7,11 @@
 // ("text" is accepted as another name of the text.) Replies carry the keys of both.
 #pragma once
 
-#include <memory>
-
 #include "core/server/api_context.hpp"
-#include "core/server/http_router.hpp"
 
 namespace loom {
 
-void add_tokenize_routes(HttpRouter& router, const std::shared_ptr<const ApiContext>& api);
+PreparedAnswer prepare_tokenize(const ApiContext& api, const HttpRequest& request);
+PreparedAnswer prepare_detokenize(const ApiContext& api, const HttpRequest& request);
 
 }  // namespace loom

@@ -39,8 +39,7 @@ class LiveServer {
     Config config = parse_config(toml, std::string(LOOM_SOURCE_DIR) + "/configs/test.toml");
     set_log_level(config.log_level);
     engine_ = std::make_unique<Engine>(config);
-    ServerOptions options;
-    options.host = config.server.host;
+    ServerOptions options = server_options(config.server);  // the [server] table of the text
     options.port = 0;
     options.chat_output.reasoning_parser = config.model.reasoning_parser;
     options.chat_output.reasoning_tags = ReasoningTags{config.model.reasoning_start, config.model.reasoning_end};
@@ -55,6 +54,7 @@ class LiveServer {
 
   uint16_t port() const { return server_->port(); }
   Engine& engine() { return *engine_; }
+  HttpServer& server() { return *server_; }
   HttpTestClient client() const { return HttpTestClient(port()); }
 
   HttpResponse post(const std::string& target, const nlohmann::json& body) const {

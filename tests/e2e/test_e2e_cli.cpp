@@ -95,8 +95,10 @@ TEST(E2eCli, ServesAsTheVllmAndLlamaServerFlagsSay) {
   EXPECT_EQ(too_long.status, 400u) << too_long.body;
   EXPECT_NE(too_long.body.find("max_tokens"), std::string::npos) << too_long.body;
 
-  // The pool the engine built from that size, and the default metric names.
-  const std::string metrics = client.get("/metrics").body;
+  // The pool the engine built from that size, and the default metric names (/metrics is behind
+  // the key too unless [server] metrics_public).
+  EXPECT_EQ(client.get("/metrics").status, 401u);
+  const std::string metrics = client.get("/metrics", kAuth).body;
   EXPECT_EQ(sample(metrics, "loom:kv_cache_total_blocks"), 128.0) << metrics;
   EXPECT_EQ(metrics.find("vllm:"), std::string::npos);
 }

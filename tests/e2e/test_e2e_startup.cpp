@@ -65,3 +65,47 @@ TEST(E2eStartup, PrintConfigShowsTheEffectiveConfig) {
 }
 
 }  // namespace
+
+namespace {
+
+std::string demo_config_with(const std::string& model_keys, const std::string& runtime_keys = "",
+                             const std::string& tables = "") {
+  return "[model]\npath = \"" + std::string(LOOM_TEST_DATA) + "/stories260K.gguf\"\n" + model_keys +
+         "[server]\nport = 0\n[runtime]\n" + runtime_keys + tables;
+}
+
+// Issue row 10: max_model_len = INT32_MAX used to spin forever in start-up (an int32 overflow in
+// the search for the longest request the KV pool fits); now the server comes up (and its
+// SIGTERM drain ends it).
+TEST(E2eStartup, HugeMaxModelLenStartsUp) {
+  const auto config = std::filesystem::temp_directory_path() / ("loom-e2e-maxlen-" + std::to_string(getpid()) + ".toml");
+  // A fixed pool: what is tested is the search, not a pool sized for 2^31 tokens.
+  std::ofstream(config) << demo_config_with("max_model_len = 2147483647\n", "",
+                                            "[cache]\nplugin = \"contiguous\"\nkv_memory = \"16MiB\"\n");
+  const RunResult r = run_command(std::string("timeout -s TERM 8 ") + LOOM_SERVER_BIN + " --config " + config.string() + " 2>&1");
+  std::filesystem::remove(config);
+  EXPECT_NE(r.output.find("serving 'stories260K'"), std::string::npos) << r.output;
+}
+
+// Issue row 11: threads beyond the range and a CUDA device this build cannot run are refused.
+TEST(E2eStartup, OutOfRangeThreadsAndCudaDeviceAreRefused) {
+  const RunResult threads = run_server(demo_config_with("", "threads = 100000\n"));
+  EXPECT_EQ(threads.status, 1);
+  EXPECT_NE(threads.output.find("runtime.threads"), std::string::npos) << threads.output;
+  const RunResult cuda = run_server(demo_config_with("", "device = \"cuda:0\"\n"));
+  EXPECT_EQ(cuda.status, 1);
+  EXPECT_NE(cuda.output.find("runtime.device"), std::string::npos) << cuda.output;
+}
+
+// Issue row 13: SIGTERM in the first milliseconds is logged, not a silent death.
+TEST(E2eStartup, EarlySigtermIsLogged) {
+  const auto config = std::filesystem::temp_directory_path() / ("loom-e2e-early-" + std::to_string(getpid()) + ".toml");
+  std::ofstream(config) << demo_config_with("");
+  const RunResult r = run_command(std::string("sh -c '") + LOOM_SERVER_BIN + " --config " + config.string() +
+                                  " 2>&1 & p=$!; sleep 0.03; kill -TERM $p; wait $p; echo status=$?'");
+  std::filesystem::remove(config);
+  EXPECT_NE(r.output.find("signal 15 during start-up"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("status=143"), std::string::npos) << r.output;
+}
+
+}  // namespace

@@ -109,6 +109,19 @@ class HttpTestClient {
     }
   }
 
+  // Closes with a reset (SO_LINGER 0), as a killed client or a dropped network looks to a server.
+  void reset() {
+    boost::system::error_code ignored;
+    socket_.set_option(boost::asio::socket_base::linger(true, 0), ignored);
+    socket_.close(ignored);
+  }
+
+  // Sends FIN (shutdown(SHUT_WR)): the request is complete, the answer still wanted.
+  void shutdown_send() {
+    boost::system::error_code ignored;
+    socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_send, ignored);
+  }
+
   void close() {
     boost::system::error_code ignored;
     socket_.shutdown(boost::asio::ip::tcp::socket::shutdown_both, ignored);

@@ -40,7 +40,11 @@ TEST(ConfigErrors, SyntaxErrorWithoutASourcePathNamesTheText) {
 TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
   EXPECT_EQ(error_of("[server]\nhost = \"::1\"\nprot = 80\n"),
             "/etc/loom/bad.toml:3:1: server.prot: unknown key (did you mean \"port\"?); valid "
-            "keys: host, port, http_threads, max_body_bytes, api_key, metrics_prefix");
+            "keys: host, port, http_threads, max_body_bytes, api_key, metrics_prefix, max_json_depth, "
+            "max_json_elements, header_timeout, body_timeout, idle_timeout, max_connections, max_unsent_bytes, "
+            "max_response_bytes, drain_timeout, prepare_threads, max_input_tokens, max_total_tokens, max_n, "
+            "max_best_of, max_stop_sequences, max_stop_length, max_logprobs, request_timeout, metrics_public, "
+            "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins");
   EXPECT_EQ(error_of("[runtime]\nwhatever = { a = 1 }\n"),
             "/etc/loom/bad.toml:2:1: runtime.whatever: unknown key; valid keys: device, threads, "
             "seed");
@@ -58,7 +62,11 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
   // A sub-table of a core table is an unknown key too.
   EXPECT_EQ(error_of("[server.tls]\ncert = \"c.pem\"\n"),
             "/etc/loom/bad.toml:1:9: server.tls: unknown key; valid keys: host, port, "
-            "http_threads, max_body_bytes, api_key, metrics_prefix");
+            "http_threads, max_body_bytes, api_key, metrics_prefix, max_json_depth, "
+            "max_json_elements, header_timeout, body_timeout, idle_timeout, max_connections, max_unsent_bytes, "
+            "max_response_bytes, drain_timeout, prepare_threads, max_input_tokens, max_total_tokens, max_n, "
+            "max_best_of, max_stop_sequences, max_stop_length, max_logprobs, request_timeout, metrics_public, "
+            "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins");
 }
 
 TEST(ConfigErrors, UnknownTopLevelTableOrKeyListsTheValidTables) {
@@ -115,9 +123,9 @@ TEST(ConfigErrors, OutOfRangeValues) {
   EXPECT_EQ(error_of("[server]\nmax_body_bytes = \"1KB\"\n"),
             "/etc/loom/bad.toml:2:18: server.max_body_bytes: must be >= 1024, got 1000");
   EXPECT_EQ(error_of("[runtime]\nthreads = -1\n"),
-            "/etc/loom/bad.toml:2:11: runtime.threads: must be >= 0, got -1");
+            "/etc/loom/bad.toml:2:11: runtime.threads: must be in 0..1024, got -1");
   EXPECT_EQ(error_of("[runtime]\nthreads = 2147483648\n"),
-            "/etc/loom/bad.toml:2:11: runtime.threads: must be >= 0, got 2147483648");
+            "/etc/loom/bad.toml:2:11: runtime.threads: must be in 0..1024, got 2147483648");
   EXPECT_EQ(error_of("[runtime]\nseed = -5\n"),
             "/etc/loom/bad.toml:2:8: runtime.seed: must be >= 0, got -5");
   EXPECT_EQ(error_of("[model]\nmax_model_len = -1\n"),
@@ -190,11 +198,15 @@ TEST(ConfigErrors, EveryProblemIsReportedAtOnceInSourceOrder) {
   EXPECT_EQ(
       error_of(text),
       "/etc/loom/bad.toml:2:1: server.prot: unknown key (did you mean \"port\"?); valid keys: "
-      "host, port, http_threads, max_body_bytes, api_key, metrics_prefix\n"
+      "host, port, http_threads, max_body_bytes, api_key, metrics_prefix, max_json_depth, "
+      "max_json_elements, header_timeout, body_timeout, idle_timeout, max_connections, max_unsent_bytes, "
+      "max_response_bytes, drain_timeout, prepare_threads, max_input_tokens, max_total_tokens, max_n, "
+      "max_best_of, max_stop_sequences, max_stop_length, max_logprobs, request_timeout, metrics_public, "
+      "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins\n"
       "/etc/loom/bad.toml:3:8: server.port: must be in 0..65535, got 70000\n"
       "/etc/loom/bad.toml:5:10: runtime.device: must be \"cpu\" (the only device that runs today), "
       "got \"gpu\"\n"
-      "/etc/loom/bad.toml:6:11: runtime.threads: must be >= 0, got -1\n"
+      "/etc/loom/bad.toml:6:11: runtime.threads: must be in 0..1024, got -1\n"
       "/etc/loom/bad.toml:8:9: logging.level: must be one of trace, debug, info, warn, "
       "error, off; got \"verbose\"\n"
       "/etc/loom/bad.toml:9:1: cache.plugin: required: the name of the cache plugin to load\n"

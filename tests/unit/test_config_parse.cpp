@@ -285,6 +285,29 @@ http_threads = 2
 max_body_bytes = 8388608
 api_key = ""
 metrics_prefix = "loom"
+max_json_depth = 64
+max_json_elements = 262144
+header_timeout = 10
+body_timeout = 60
+idle_timeout = 60
+max_connections = 1024
+max_unsent_bytes = 16777216
+max_response_bytes = 67108864
+drain_timeout = 25
+prepare_threads = 2
+max_input_tokens = 0
+max_total_tokens = 0
+max_n = 16
+max_best_of = 16
+max_stop_sequences = 16
+max_stop_length = 256
+max_logprobs = 20
+request_timeout = 600
+metrics_public = false
+require_json_content_type = true
+special_tokens_in_chat = false
+special_tokens_in_prompt = false
+cors_allow_origins = []
 
 [runtime]
 device = "cpu"
@@ -407,7 +430,7 @@ TEST(ConfigCheck, AcceptsAValidConfigAndReportsEveryProblem) {
               "/etc/loom/test.toml: server.max_body_bytes: must be >= 1024, got 10\n"
               "/etc/loom/test.toml: runtime.device: must be \"cpu\" (the only device that runs today), "
               "got \"tpu\"\n"
-              "/etc/loom/test.toml: runtime.threads: must be >= 0, got -2\n"
+              "/etc/loom/test.toml: runtime.threads: must be in 0..1024, got -2\n"
               "/etc/loom/test.toml: runtime.seed: must be <= 9223372036854775807, got "
               "9223372036854775808\n"
               "/etc/loom/test.toml: logging.level: must be one of trace, debug, info, warn, "

@@ -198,7 +198,7 @@ TEST_F(ServerOpenAi, EngineRefusalIsForwardedAs400) {
 TEST_F(ServerOpenAi, EngineErrorAfterSubmitIs500) {
   engine_.set_step(std::chrono::milliseconds(20));
   client_->send_raw(
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n"
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n"
       "{\"prompt\": \"a\"}");
   ASSERT_TRUE(FakeEngine::wait_until([&] { return engine_.active() == 1; }));
   engine_.fail_all(FinishReason::kError, "device lost");
@@ -244,7 +244,7 @@ TEST_F(ServerOpenAi, HealthIs503WhileStopping) {
   engine_.set_step(std::chrono::milliseconds(5));
   HttpTestClient probe(server_->port());
   client_->send_raw(
-      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 15\r\n\r\n"
+      "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n"
       "{\"prompt\": \"a\"}");
   ASSERT_TRUE(FakeEngine::wait_until([&] { return engine_.active() == 1; }));
   std::thread stopper([&] { server_->stop(std::chrono::seconds(5)); });
