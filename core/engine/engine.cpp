@@ -9,6 +9,7 @@
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/engine/admission.hpp"
+#include "core/engine/embedding_worker.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
@@ -61,6 +62,7 @@ Engine::Engine(const Config& config)
       constraints_(*stack_->tokenizer),
       metrics_(stack_->max_model_len, config.slo.goodput_window_s) {
   stack_->set_step_model(&step_model_);
+  if (!config.embedding.path.empty()) embeddings_ = make_embedding_worker(config);
   if (slo_.calibration_steps > 0) {
     stack_->calibrate(slo_.calibration_steps, step_model_);
     const StepCoefficients c = step_model_.coefficients();

@@ -20,6 +20,7 @@ namespace loom {
 class ChatTemplate;
 class Tokenizer;
 struct Grammar;
+class EmbeddingWorker;
 
 struct SamplingParams {
   float temperature = 1.0f;       // 0 = greedy
@@ -157,6 +158,8 @@ class EngineInterface {
   virtual const Tokenizer& tokenizer() const = 0;
   // The model's own chat template; nullptr when it has none (the fallback format is used).
   virtual const ChatTemplate* chat_template() const { return nullptr; }
+  // The [embedding] model's worker (POST /v1/embeddings); nullptr when none is configured.
+  virtual EmbeddingWorker* embeddings() const { return nullptr; }
 };
 
 }  // namespace loom

@@ -4,6 +4,7 @@
 
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/server/api_context.hpp"
+#include "core/server/embedding_routes.hpp"
 #include "core/server/generation_routes.hpp"
 #include "core/server/json_fields.hpp"
 #include "core/server/metrics_text.hpp"
@@ -90,6 +91,7 @@ void add_openai_routes(HttpRouter& router, EngineInterface& engine, OpenAiRouteO
              [api](const HttpRequest&, ExchangePtr ex) { handle_metrics(*api, ex); });
   add_template_routes(router, api);
   add_tokenize_routes(router, api);
+  add_embedding_routes(router, api);
 }
 
 }  // namespace loom
