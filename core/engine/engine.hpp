@@ -36,6 +36,7 @@ class Engine final : public EngineInterface {
   const Tokenizer& tokenizer() const override { return *stack_->tokenizer; }
   const ChatTemplate* chat_template() const override { return stack_->chat_template.get(); }
   EmbeddingWorker* embeddings() const override { return embeddings_.get(); }
+  SemanticCacheClient* semantic_cache() const override { return semantic_.get(); }
 
   // Stops the engine thread; requests still live are finished with kAbort.
   void shutdown();
@@ -67,6 +68,7 @@ class Engine final : public EngineInterface {
 
   std::unique_ptr<RuntimeStack> stack_;
   std::unique_ptr<EmbeddingWorker> embeddings_;  // [embedding]; null when not configured
+  std::unique_ptr<SemanticCacheClient> semantic_;  // over stack_'s semantic_cache plugin; null when off
   SloConfig slo_;
   int32_t step_tokens_ = 2048;  // the scheduler's max_num_batched_tokens, for TTFT prediction
   StepTimeModel step_model_;    // fitted on the engine thread; read by any

@@ -12,6 +12,7 @@
 
 #include "core/common/histogram.hpp"
 #include "core/engine/logits_processors.hpp"
+#include "core/engine/semantic_cache_snapshot.hpp"
 #include "core/engine/slo_snapshot.hpp"
 #include "core/engine/sampler.hpp"
 
@@ -21,6 +22,7 @@ class ChatTemplate;
 class Tokenizer;
 struct Grammar;
 class EmbeddingWorker;
+class SemanticCacheClient;
 
 struct SamplingParams {
   float temperature = 1.0f;       // 0 = greedy
@@ -133,6 +135,7 @@ struct EngineStats {
   HistogramSnapshot request_generation_tokens;
   HistogramSnapshot iteration_tokens;   // tokens computed per engine step
   SloSnapshot slo;                      // SLO attainment, refusals, goodput, step-time model
+  SemanticCacheSnapshot semantic_cache;  // hits, misses, stores ... of [semantic_cache]
 };
 
 struct ModelInfo {
@@ -160,6 +163,8 @@ class EngineInterface {
   virtual const ChatTemplate* chat_template() const { return nullptr; }
   // The [embedding] model's worker (POST /v1/embeddings); nullptr when none is configured.
   virtual EmbeddingWorker* embeddings() const { return nullptr; }
+  // The [semantic_cache] plugin with the server's guards; nullptr when the kind is off.
+  virtual SemanticCacheClient* semantic_cache() const { return nullptr; }
 };
 
 }  // namespace loom

@@ -5,6 +5,7 @@
 #include "core/server/chat_request.hpp"
 #include "core/server/completion_request.hpp"
 #include "core/server/generation_stream.hpp"
+#include "core/server/semantic_cache_request.hpp"
 
 namespace loom {
 namespace {
@@ -99,7 +100,15 @@ void handle_completions(const ApiContext& api, const HttpRequest& request,
       }
       requests.push_back(std::move(r));
     }
-    GenerationStream::start(exchange, api.engine, std::move(settings), std::move(requests));
+    // The semantic cache sees the one prompt's text (a token prompt's decoded) as its question.
+    const CompletionPrompt& first = parsed.prompts[0];
+    const Json body = parse_json_object(request.body());
+    SemanticCacheInputs cache_in{body, parsed.params, requests[0], requests.size(),
+                                 settings.echo || settings.prompt_logprobs,
+                                 first.text ? *first.text : tokenizer.decode(requests[0].prompt), ""};
+    std::string skipped;
+    std::optional<SemanticQuery> query = semantic_query_for(api, request, cache_in, &skipped);
+    start_generation(exchange, api, std::move(settings), std::move(requests), std::move(query), skipped);
   });
 }
 
@@ -126,7 +135,25 @@ void handle_chat_completions(const ApiContext& api, const HttpRequest& request,
     if (settings.prompt_logprobs) {
       settings.prompts.push_back(EchoPrompt{text, requests[0].prompt});
     }
-    GenerationStream::start(exchange, api.engine, std::move(settings), std::move(requests));
+    // The semantic cache's question is the last user turn; the rest of the conversation and the
+    // template are its context, which must match exactly.
+    std::string question, context = chat_template ? chat_template->source() : std::string();
+    size_t last_user = parsed.messages.size();
+    for (size_t i = parsed.messages.size(); i-- > 0;)
+      if (parsed.messages[i].role == "user") {
+        last_user = i;
+        break;
+      }
+    for (size_t i = 0; i < parsed.messages.size(); ++i) {
+      if (i == last_user) question = parsed.messages[i].content;
+      else context += "\x1e" + parsed.messages[i].role + "\x1f" + parsed.messages[i].content;
+    }
+    const Json body = parse_json_object(request.body());
+    SemanticCacheInputs cache_in{body, parsed.params, requests[0], 1,
+                                 settings.prompt_logprobs, question, context};
+    std::string skipped;
+    std::optional<SemanticQuery> query = semantic_query_for(api, request, cache_in, &skipped);
+    start_generation(exchange, api, std::move(settings), std::move(requests), std::move(query), skipped);
   });
 }
 

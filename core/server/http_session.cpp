@@ -56,6 +56,7 @@ class SessionExchange final : public HttpExchange {
     auto session = open_session();
     if (!session) return;
     started_ = true;
+    for (auto& h : extra_headers_) reply.headers.push_back(std::move(h));
     ResponseHead head{reply.status,      version_,
                       keep_alive_,       std::move(reply.content_type),
                       reply.body.size(), std::move(reply.headers)};
@@ -71,6 +72,7 @@ class SessionExchange final : public HttpExchange {
     ResponseHead head{status,       version_,
                       keep_alive_,  std::move(content_type),
                       std::nullopt, {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}}};
+    for (auto& h : extra_headers_) head.headers.push_back(std::move(h));
     session->enqueue(serialize_head(head), false);
   }
 
@@ -85,6 +87,10 @@ class SessionExchange final : public HttpExchange {
     if (!session) return;
     ended_ = true;
     session->enqueue(version_ == 10 ? std::string() : std::string(kLastChunk), true);
+  }
+
+  void add_header(std::string name, std::string value) override {
+    if (!started_) extra_headers_.emplace_back(std::move(name), std::move(value));
   }
 
   bool client_gone() const override { return gone_; }
@@ -125,6 +131,7 @@ class SessionExchange final : public HttpExchange {
   bool started_ = false, streaming_ = false, ended_ = false, gone_ = false, done_ = false;
   std::function<void()> on_gone_;
   std::vector<std::shared_ptr<void>> held_;
+  std::vector<std::pair<std::string, std::string>> extra_headers_;  // add_header, for the response head
 };
 
 HttpSession::HttpSession(asio::ip::tcp::socket socket, SessionContext& context)

@@ -79,6 +79,8 @@ constexpr std::array kFields = {
     RequestField{"json_schema", true, true, kHonoured, "structured_output_request parser (llama.cpp's field)", ""},
     RequestField{"priority", true, true, kHonoured, "slo_request: scheduling priority (SLO headers beside it)", ""},
     RequestField{"slo", true, true, kHonoured, "slo_request: per-request TTFT/TPOT targets", ""},
+    RequestField{"semantic_cache", true, true, kHonoured, "semantic_cache_request: opts in to (or out of) the semantic cache",
+                 ""},
     // POST /v1/embeddings (model and user above).
     RequestField{"input", false, false, kHonoured, "embedding_request: a string, ids, or a list of either", "", true},
     RequestField{"encoding_format", false, false, kHonoured, "embedding_request: float or base64", "", true},
