@@ -7,7 +7,8 @@ build="${LOOM_BUILD_DIR:-$root/build}"
 
 packages=(build-essential cmake g++ pkg-config ccache curl
           libboost-dev libboost-filesystem-dev libtomlplusplus-dev libspdlog-dev
-          nlohmann-json3-dev libcli11-dev libgtest-dev libpcre2-dev libutf8proc-dev libsimde-dev)
+          nlohmann-json3-dev libcli11-dev libgtest-dev libpcre2-dev libutf8proc-dev libsimde-dev
+          libhnswlib-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -40,7 +40,7 @@ std::string absolute_path(const std::string& path) {
 // The values as CLI11 fills them; `seen` tells which were given.
 struct Values {
   std::string config, model, positional_model, name, chat_template, host, api_key, prefix, log_level,
-      quantization, kv_memory, kv_dtype;
+      quantization, kv_memory, kv_dtype, embedding_model;
   int64_t max_model_len = 0, port = 0, threads = 0, max_num_seqs = 0, max_num_batched_tokens = 0;
   double memory_utilization = 0;
   bool prefix_caching = false;
@@ -75,6 +75,9 @@ struct ServerApp {
     add("--chat-template", v.chat_template, "FILE",
         "a Jinja chat template file used instead of the model's (model.chat_template)", "Model")
         ->check(CLI::Validator(CLI::ExistingFile).description(""));
+    add("--embedding-model", v.embedding_model, "DIR",
+        "a sentence encoder (Hugging Face BERT directory) served at /v1/embeddings (embedding.path)", "Model")
+        ->check(CLI::Validator(CLI::ExistingDirectory).description(""));
     add("--quantization", v.quantization, "PLUGIN",
         "quantization plugin: auto (the one that claims the file's weight types), none, int8, int4, fp8 or gguf (quantization.plugin)", "Model")
         ->check(rule(config_rules::check_plugin_name));
@@ -149,6 +152,7 @@ CliOptions parse_cli(int argc, char** argv) {
   take(a, "--served-model-name", v.name, o.served_model_name);
   take(a, "--max-model-len", v.max_model_len, o.max_model_len);
   if (a.given("--chat-template")) o.chat_template = absolute_path(v.chat_template);
+  if (a.given("--embedding-model")) o.embedding_model = absolute_path(v.embedding_model);
   take(a, "--quantization", v.quantization, o.quantization);
   take(a, "--host", v.host, o.host);
   take(a, "--port", v.port, o.port);
@@ -182,6 +186,7 @@ void apply_overrides(Config& config, const CliOptions& o) {
   if (o.served_model_name) config.model.name = *o.served_model_name;
   if (o.max_model_len) config.model.max_model_len = *o.max_model_len;
   if (o.chat_template) config.model.chat_template = *o.chat_template;
+  if (o.embedding_model) config.embedding.path = *o.embedding_model;
   if (o.host) config.server.host = *o.host;
   if (o.port) config.server.port = *o.port;
   if (o.api_key) config.server.api_key = *o.api_key;

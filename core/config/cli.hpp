@@ -17,6 +17,7 @@ struct CliOptions {
   std::optional<std::string> served_model_name;         // [model] name
   std::optional<int32_t> max_model_len;                 // -c: [model] max_model_len
   std::optional<std::string> chat_template;             // [model] chat_template, absolute
+  std::optional<std::string> embedding_model;           // [embedding] path, absolute
   std::optional<std::string> host;                      // [server] host
   std::optional<uint16_t> port;                         // [server] port
   std::optional<std::string> api_key;                   // [server] api_key

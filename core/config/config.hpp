@@ -73,6 +73,26 @@ struct SloConfig {
   bool operator==(const SloConfig&) const = default;
 };
 
+// [embedding]: a sentence encoder (a Hugging Face BERT directory) served at POST /v1/embeddings
+// beside the generation model, on its own worker; the embedding semantic cache embeds with it.
+struct EmbeddingConfig {
+  std::string path;                 // absolute; "" = no embedding model (the route answers 404)
+  std::string name;                 // served name; default: the directory name
+  int32_t max_batch_tokens = 8192;  // tokens the worker encodes in one batch at most
+  bool operator==(const EmbeddingConfig&) const = default;
+};
+
+// The server's guards around the semantic cache ([semantic_cache] keys the core reads; not
+// part of the plugin's config_json).
+struct SemanticCacheGuards {
+  // A request is looked up and stored only when it asks (field "semantic_cache": true or header
+  // x-loom-semantic-cache: on); false: every eligible request.
+  bool require_opt_in = true;
+  // Only requests whose answer is reproducible: temperature 0, or a fixed seed.
+  bool deterministic_only = true;
+  bool operator==(const SemanticCacheGuards&) const = default;
+};
+
 // One `[<kind>]` table: which plugin implements the kind and that plugin's own settings.
 struct PluginTable {
   std::string plugin;              // name: loads libloom-<kind>-<plugin>.so
@@ -103,6 +123,8 @@ struct Config {
   double memory_utilization = 0.9;
   std::optional<PluginTable> cache_offload;   // absent table = kind off
   std::optional<PluginTable> semantic_cache;  // absent table = kind off
+  SemanticCacheGuards semantic_guards;        // [semantic_cache] opt_in, deterministic_only
+  EmbeddingConfig embedding;
   bool operator==(const Config&) const = default;
 };
 

@@ -7,6 +7,7 @@
 #include "core/config/config_rules.hpp"
 #include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
+#include "core/config/embedding_config.hpp"
 #include "core/config/toml_reader.hpp"
 
 namespace loom {
@@ -64,6 +65,7 @@ void check_config(const Config& config) {
     problems.add(SourcePos{}, "logging.level", *problem);
   }
   config_detail::check_slo(problems, config.slo);
+  config_detail::check_embedding(problems, config.embedding);
   check_plugin(problems, "attention", config.attention);
   check_plugin(problems, "quantization", config.quantization);
   check_plugin(problems, "scheduler", config.scheduler);

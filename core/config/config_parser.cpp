@@ -14,6 +14,7 @@
 #include "core/config/config_rules.hpp"
 #include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
+#include "core/config/embedding_config.hpp"
 #include "core/config/toml_json.hpp"
 #include "core/config/toml_reader.hpp"
 
@@ -29,9 +30,9 @@ using config_detail::type_name;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-constexpr std::array<std::string_view, 12> kTopLevelTables = {
+constexpr std::array<std::string_view, 13> kTopLevelTables = {
     "model",        "server",    "runtime", "plugins",       "logging",        "slo",
-    "attention",    "quantization", "scheduler", "cache", "cache_offload", "semantic_cache"};
+    "attention",    "quantization", "scheduler", "cache", "cache_offload", "semantic_cache", "embedding"};
 
 // Paths in a config are relative to the config file, so a config works from any directory;
 // they are stored absolute so the effective config does too.
@@ -290,6 +291,12 @@ Config parse_config(std::string_view toml_text, const std::string& source_path, 
     reader.reject_unknown_keys();
   }
 
+  if (const toml::table* t = table_of("embedding")) {
+    TableReader reader(*t, "embedding", problems);
+    config_detail::read_embedding(reader, base_dir, config.embedding);
+    reader.reject_unknown_keys();
+  }
+
   const std::array<std::pair<const char*, PluginTable*>, 4> required = {{
       {"attention", &config.attention},
       {"quantization", &config.quantization},
@@ -315,7 +322,10 @@ Config parse_config(std::string_view toml_text, const std::string& source_path, 
   for (const auto& [kind, slot] : optional) {
     const toml::table* t = table_of(kind);
     if (t == nullptr) continue;
-    PluginTable table = read_plugin_table(*t, kind, base_dir, problems);
+    const bool semantic = slot == &config.semantic_cache;
+    PluginTable table = semantic ? read_plugin_table(*t, kind, base_dir, problems, {"opt_in", "deterministic_only"})
+                                 : read_plugin_table(*t, kind, base_dir, problems);
+    if (semantic) config_detail::read_semantic_guards(*t, problems, config.semantic_guards);
     *slot = *slot ? merge_plugin_tables(**slot, table) : table;
   }
 

@@ -6,6 +6,7 @@
 #include "core/config/config.hpp"
 #include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
+#include "core/config/embedding_config.hpp"
 #include "core/config/toml_json.hpp"
 
 namespace loom {
@@ -83,7 +84,11 @@ std::string to_toml(const Config& c) {
   if (!has_plugin_key(c.cache, "kv_memory") && !has_plugin_key(c.cache, "num_blocks"))
     line(out, "memory_utilization", toml_inline_value(nlohmann::json(c.memory_utilization)));
   if (c.cache_offload) plugin_section(out, "cache_offload", *c.cache_offload);
-  if (c.semantic_cache) plugin_section(out, "semantic_cache", *c.semantic_cache);
+  if (c.semantic_cache) {
+    plugin_section(out, "semantic_cache", *c.semantic_cache);
+    out += config_detail::semantic_guards_toml(c.semantic_guards);
+  }
+  out += config_detail::embedding_toml(c.embedding);
   return out;
 }
 

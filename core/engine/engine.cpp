@@ -9,6 +9,8 @@
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/engine/admission.hpp"
+#include "core/engine/embedding_worker.hpp"
+#include "core/engine/semantic_cache_client.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
 namespace loom {
@@ -61,6 +63,8 @@ Engine::Engine(const Config& config)
       constraints_(*stack_->tokenizer),
       metrics_(stack_->max_model_len, config.slo.goodput_window_s) {
   stack_->set_step_model(&step_model_);
+  if (!config.embedding.path.empty()) embeddings_ = make_embedding_worker(config);
+  semantic_ = make_semantic_cache_client(stack_->semantic_cache_plugin(), config, embeddings_.get());
   if (slo_.calibration_steps > 0) {
     stack_->calibrate(slo_.calibration_steps, step_model_);
     const StepCoefficients c = step_model_.coefficients();
@@ -184,6 +188,7 @@ EngineStats Engine::stats() const {
   }
   metrics_.snapshot_into(s, now_us());
   s.slo.step_model = step_model_.coefficients();
+  if (semantic_) s.semantic_cache = semantic_->snapshot();
   return s;
 }
 

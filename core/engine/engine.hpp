@@ -35,6 +35,8 @@ class Engine final : public EngineInterface {
   const ModelInfo& model_info() const override { return info_; }
   const Tokenizer& tokenizer() const override { return *stack_->tokenizer; }
   const ChatTemplate* chat_template() const override { return stack_->chat_template.get(); }
+  EmbeddingWorker* embeddings() const override { return embeddings_.get(); }
+  SemanticCacheClient* semantic_cache() const override { return semantic_.get(); }
 
   // Stops the engine thread; requests still live are finished with kAbort.
   void shutdown();
@@ -65,6 +67,8 @@ class Engine final : public EngineInterface {
   void observe_step(const StepPlan& plan, int64_t wall_us);
 
   std::unique_ptr<RuntimeStack> stack_;
+  std::unique_ptr<EmbeddingWorker> embeddings_;  // [embedding]; null when not configured
+  std::unique_ptr<SemanticCacheClient> semantic_;  // over stack_'s semantic_cache plugin; null when off
   SloConfig slo_;
   int32_t step_tokens_ = 2048;  // the scheduler's max_num_batched_tokens, for TTFT prediction
   StepTimeModel step_model_;    // fitted on the engine thread; read by any

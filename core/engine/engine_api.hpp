@@ -12,6 +12,7 @@
 
 #include "core/common/histogram.hpp"
 #include "core/engine/logits_processors.hpp"
+#include "core/engine/semantic_cache_snapshot.hpp"
 #include "core/engine/slo_snapshot.hpp"
 #include "core/engine/sampler.hpp"
 
@@ -20,6 +21,8 @@ namespace loom {
 class ChatTemplate;
 class Tokenizer;
 struct Grammar;
+class EmbeddingWorker;
+class SemanticCacheClient;
 
 struct SamplingParams {
   float temperature = 1.0f;       // 0 = greedy
@@ -132,6 +135,7 @@ struct EngineStats {
   HistogramSnapshot request_generation_tokens;
   HistogramSnapshot iteration_tokens;   // tokens computed per engine step
   SloSnapshot slo;                      // SLO attainment, refusals, goodput, step-time model
+  SemanticCacheSnapshot semantic_cache;  // hits, misses, stores ... of [semantic_cache]
 };
 
 struct ModelInfo {
@@ -157,6 +161,10 @@ class EngineInterface {
   virtual const Tokenizer& tokenizer() const = 0;
   // The model's own chat template; nullptr when it has none (the fallback format is used).
   virtual const ChatTemplate* chat_template() const { return nullptr; }
+  // The [embedding] model's worker (POST /v1/embeddings); nullptr when none is configured.
+  virtual EmbeddingWorker* embeddings() const { return nullptr; }
+  // The [semantic_cache] plugin with the server's guards; nullptr when the kind is off.
+  virtual SemanticCacheClient* semantic_cache() const { return nullptr; }
 };
 
 }  // namespace loom

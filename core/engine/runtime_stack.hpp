@@ -89,6 +89,8 @@ class RuntimeStack {
   void release(uint64_t request_id);
   // Fills the plugin-side fields of the engine's stats: queues, KV blocks, prefix cache, swaps.
   void read_stats(EngineStats& out) const;
+  // The semantic_cache plugin; nullptr when [semantic_cache] is absent.
+  const LoadedPlugin* semantic_cache_plugin() const { return semantic_cache_.get(); }
 
   std::unique_ptr<ModelSource> model;  // a GGUF file or a Hugging Face directory
   LlamaHparams hparams;

@@ -64,7 +64,9 @@ const std::vector<KindInfo>& all_kinds() {
        }},
       {LOOM_KIND_SEMANTIC_CACHE, "semantic_cache", LOOM_SEMANTIC_CACHE_IFACE_MAJOR, LOOM_SEMANTIC_CACHE_IFACE_MINOR,
        {
-           {0, sizeof(loom_semantic_cache_vtable), 0},  // no create args
+           {0, LOOM_SIZE_THROUGH(loom_semantic_cache_vtable, store), 0},  // no create args
+           // + needs_embedding, stats; the query and answer grow (host-filled, struct_size says)
+           {1, sizeof(loom_semantic_cache_vtable), 0},
        }},
   };
   return kinds;

@@ -7,6 +7,7 @@
 #include "core/server/content_shield.hpp"
 #include "core/server/generation_stream.hpp"
 #include "core/server/request_limits.hpp"
+#include "core/server/semantic_cache_request.hpp"
 
 namespace loom {
 namespace {
@@ -75,12 +76,20 @@ StreamSettings make_settings(const ApiContext& api, ApiKind kind, const Generati
   return settings;
 }
 
-// The answer of a generation route: submit and stream, on the strand.
-PreparedAnswer start_generation(const ApiContext& api, StreamSettings settings, std::vector<GenerateRequest> requests) {
-  auto state = std::make_shared<std::pair<StreamSettings, std::vector<GenerateRequest>>>(std::move(settings),
-                                                                                        std::move(requests));
-  return [&engine = api.engine, state](const std::shared_ptr<HttpExchange>& exchange) {
-    GenerationStream::start(exchange, engine, std::move(state->first), std::move(state->second));
+// The answer of a generation route: the semantic cache's stored answer or the engine's,
+// started on the strand (semantic_cache_request.hpp).
+PreparedAnswer start_generation(const ApiContext& api, StreamSettings settings, std::vector<GenerateRequest> requests,
+                                std::optional<SemanticQuery> query, std::string skipped) {
+  struct State {
+    StreamSettings settings;
+    std::vector<GenerateRequest> requests;
+    std::optional<SemanticQuery> query;
+    std::string skipped;
+  };
+  auto state = std::make_shared<State>(State{std::move(settings), std::move(requests), std::move(query), std::move(skipped)});
+  return [&api, state](const std::shared_ptr<HttpExchange>& exchange) {
+    ::loom::start_generation(exchange, api, std::move(state->settings), std::move(state->requests),
+                             std::move(state->query), state->skipped);
   };
 }
 
@@ -112,7 +121,15 @@ PreparedAnswer prepare_completions(const ApiContext& api, const HttpRequest& req
       }
       requests.push_back(std::move(r));
     }
-    return start_generation(api, std::move(settings), std::move(requests));
+    // The semantic cache sees the one prompt's text (a token prompt's decoded) as its question.
+    const CompletionPrompt& first = parsed.prompts[0];
+    const Json body = parse_json_object(request.body());
+    SemanticCacheInputs cache_in{body, parsed.params, requests[0], requests.size(),
+                                 settings.echo || settings.prompt_logprobs,
+                                 first.text ? *first.text : tokenizer.decode(requests[0].prompt), ""};
+    std::string skipped;
+    std::optional<SemanticQuery> query = semantic_query_for(api, request, cache_in, &skipped);
+    return start_generation(api, std::move(settings), std::move(requests), std::move(query), std::move(skipped));
   }
 }
 
@@ -148,7 +165,25 @@ PreparedAnswer prepare_chat_completions(const ApiContext& api, const HttpRequest
     if (settings.prompt_logprobs) {
       settings.prompts.push_back(EchoPrompt{shield.restore(text), requests[0].prompt});
     }
-    return start_generation(api, std::move(settings), std::move(requests));
+    // The semantic cache's question is the last user turn; the rest of the conversation and the
+    // template are its context, which must match exactly.
+    std::string question, context = chat_template ? chat_template->source() : std::string();
+    size_t last_user = parsed.messages.size();
+    for (size_t i = parsed.messages.size(); i-- > 0;)
+      if (parsed.messages[i].role == "user") {
+        last_user = i;
+        break;
+      }
+    for (size_t i = 0; i < parsed.messages.size(); ++i) {
+      if (i == last_user) question = parsed.messages[i].content;
+      else context += "\x1e" + parsed.messages[i].role + "\x1f" + parsed.messages[i].content;
+    }
+    const Json body = parse_json_object(request.body());
+    SemanticCacheInputs cache_in{body, parsed.params, requests[0], 1,
+                                 settings.prompt_logprobs, question, context};
+    std::string skipped;
+    std::optional<SemanticQuery> query = semantic_query_for(api, request, cache_in, &skipped);
+    return start_generation(api, std::move(settings), std::move(requests), std::move(query), std::move(skipped));
   }
 }
 

@@ -89,6 +89,7 @@ void GenerationStream::abort_all() {
 Usage GenerationStream::usage() const {
   Usage u;
   u.prompt_tokens = prompt_tokens_;
+  if (settings_.meta.semantic_similarity) u.cached_tokens = prompt_tokens_;  // the whole answer was stored
   for (const Choice& c : choices_) u.completion_tokens += c.completion_tokens;
   return u;
 }

@@ -55,6 +55,8 @@ class HttpExchange {
 
   // The whole response. Ignored once the client is gone or a response was started.
   virtual void reply(HttpReply reply) = 0;
+  // A header field for the response not started yet (reply or begin_stream); ignored once one has.
+  virtual void add_header(std::string name, std::string value) { (void)name, (void)value; }
 
   // A streamed response: headers now, then write() pieces as they come, then end_stream().
   // HTTP/1.1 uses chunked transfer; an HTTP/1.0 client gets raw bytes and a close.

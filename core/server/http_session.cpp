@@ -122,6 +122,10 @@ class SessionExchange final : public HttpExchange {
     session->enqueue(version_ == 10 ? std::string() : std::string(kLastChunk), true);
   }
 
+  void add_header(std::string name, std::string value) override {
+    if (!started_) extra_headers_.emplace_back(std::move(name), std::move(value));
+  }
+
   bool client_gone() const override { return gone_; }
   void on_client_gone(std::function<void()> fn) override {
     if (gone_) {

@@ -150,6 +150,21 @@ void add_slo_metrics(MetricsWriter& w, const SloSnapshot& slo) {
   w.add("step_time_model_samples_total", "counter", "Steps the step-time model has been fitted on.", num(m.samples));
 }
 
+// Only when a [semantic_cache] plugin is loaded.
+void add_semantic_cache_metrics(MetricsWriter& w, const SemanticCacheSnapshot& c) {
+  if (!c.enabled) return;
+  w.add("semantic_cache_hits_total", "counter", "Requests answered from the semantic cache.", num(c.hits));
+  w.add("semantic_cache_misses_total", "counter", "Semantic cache lookups that found no answer.", num(c.misses));
+  w.add("semantic_cache_stores_total", "counter", "Finished answers stored in the semantic cache.", num(c.stores));
+  w.add("semantic_cache_errors_total", "counter", "Semantic cache plugin calls that failed (taken as misses).",
+        num(c.errors));
+  w.add("semantic_cache_entries", "gauge", "Answers held by the semantic cache.", num(c.entries));
+  w.add("semantic_cache_evictions_total", "counter", "Answers evicted to stay within capacity.", num(c.evictions));
+  w.add("semantic_cache_expirations_total", "counter", "Answers dropped because their TTL passed.",
+        num(c.expirations));
+  w.add_histogram("semantic_cache_hit_similarity", "Similarity of semantic cache hits (1 = exact).", c.similarity);
+}
+
 }  // namespace
 
 std::string render_metrics(const EngineStats& s, const std::string& model_name,
@@ -213,6 +228,7 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name,
   w.add_histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.",
                   s.iteration_tokens);
   add_slo_metrics(w, s.slo);
+  add_semantic_cache_metrics(w, s.semantic_cache);
   return w.take();
 }
 

@@ -26,17 +26,20 @@ std::string random_hex(size_t n) {
 }
 
 Json usage_object(Usage u) {
-  return Json{{"prompt_tokens", u.prompt_tokens},
-              {"completion_tokens", u.completion_tokens},
-              {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  Json out{{"prompt_tokens", u.prompt_tokens},
+           {"completion_tokens", u.completion_tokens},
+           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+  if (u.cached_tokens > 0) out["prompt_tokens_details"] = Json{{"cached_tokens", u.cached_tokens}};
+  return out;
 }
 
 Json envelope(const ResponseMeta& meta, bool chunk) {
   const char* object = meta.kind == ApiKind::kChat
                            ? (chunk ? "chat.completion.chunk" : "chat.completion")
                            : "text_completion";
-  return Json{
-      {"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+  Json out{{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
+  if (meta.semantic_similarity) out["semantic_cache"] = Json{{"hit", true}, {"similarity", *meta.semantic_similarity}};
+  return out;
 }
 
 Json finish_value(std::optional<FinishReason> finish, bool tool_calls = false) {

@@ -22,11 +22,15 @@ struct ResponseMeta {
   std::string id;       // "cmpl-..." / "chatcmpl-..."
   int64_t created = 0;  // unix seconds
   std::string model;
+  // Set when the answer came from the semantic cache: its similarity (1 = exact). Every body and
+  // chunk then carries "semantic_cache": {"hit": true, "similarity": s}.
+  std::optional<float> semantic_similarity;
 };
 
 struct Usage {
   int32_t prompt_tokens = 0;
   int32_t completion_tokens = 0;
+  int32_t cached_tokens = 0;  // prompt tokens not computed: usage.prompt_tokens_details.cached_tokens
 };
 
 // A fresh meta: a random id with the kind's prefix, created = now.

@@ -5,6 +5,7 @@
 
 #include "core/tokenizer/tokenizer.hpp"
 #include "core/server/api_context.hpp"
+#include "core/server/embedding_routes.hpp"
 #include "core/server/generation_routes.hpp"
 #include "core/server/json_fields.hpp"
 #include "core/server/metrics_text.hpp"
@@ -134,6 +135,7 @@ void add_openai_routes(HttpRouter& router, EngineInterface& engine, OpenAiRouteO
   add_json_post(router, api, "/apply-template", prepare_apply_template);
   add_json_post(router, api, "/tokenize", prepare_tokenize);
   add_json_post(router, api, "/detokenize", prepare_detokenize);
+  add_json_post(router, api, "/v1/embeddings", prepare_embeddings);
 }
 
 }  // namespace loom

@@ -14,7 +14,7 @@ constexpr FieldUse kRefused = FieldUse::kRefused;
 // name, completions, chat, use, note, allowed values (refused fields).
 constexpr std::array kFields = {
     // The OpenAI request fields of both routes.
-    RequestField{"model", true, true, kHonoured, "checked against the served name (ApiContext::check_model)", ""},
+    RequestField{"model", true, true, kHonoured, "checked against the served name (ApiContext::check_model)", "", true},
     RequestField{"prompt", true, false, kHonoured, "completion_request: a string, ids, or a batch", ""},
     RequestField{"messages", false, true, kHonoured, "chat_request, rendered by the chat template", ""},
     RequestField{"suffix", true, false, kRefused, "fill-in-the-middle is not supported", "\"\""},
@@ -33,7 +33,8 @@ constexpr std::array kFields = {
     RequestField{"presence_penalty", true, true, kHonoured, "generation_params -> logits_processors", ""},
     RequestField{"frequency_penalty", true, true, kHonoured, "generation_params -> logits_processors", ""},
     RequestField{"logit_bias", true, true, kHonoured, "generation_params -> logits_processors", ""},
-    RequestField{"user", true, true, kHonoured, "generation_params: written in the request log line", ""},
+    RequestField{"user", true, true, kHonoured, "generation_params / embedding_request: written in the request log line",
+                 "", true},
     RequestField{"safety_identifier", false, true, kHonoured, "chat: written in the request log line, as user", ""},
     RequestField{"seed", true, true, kHonoured, "generation_params -> per-request generator", ""},
     RequestField{"tools", false, true, kHonoured, "chat template renders them; tool_call_parser reads the output", ""},
@@ -78,6 +79,13 @@ constexpr std::array kFields = {
     RequestField{"json_schema", true, true, kHonoured, "structured_output_request parser (llama.cpp's field)", ""},
     RequestField{"priority", true, true, kHonoured, "slo_request: scheduling priority (SLO headers beside it)", ""},
     RequestField{"slo", true, true, kHonoured, "slo_request: per-request TTFT/TPOT targets", ""},
+    RequestField{"semantic_cache", true, true, kHonoured, "semantic_cache_request: opts in to (or out of) the semantic cache",
+                 ""},
+    // POST /v1/embeddings (model and user above).
+    RequestField{"input", false, false, kHonoured, "embedding_request: a string, ids, or a list of either", "", true},
+    RequestField{"encoding_format", false, false, kHonoured, "embedding_request: float or base64", "", true},
+    RequestField{"dimensions", false, false, kHonoured,
+                 "embedding_request: only the model's own size (no Matryoshka truncation); others are a 400", "", true},
 };
 
 bool allowed_value(const RequestField& f, const Json& value) {
@@ -94,6 +102,7 @@ bool allowed_value(const RequestField& f, const Json& value) {
 }
 
 const char* route_path(RequestRoute route) {
+  if (route == RequestRoute::kEmbeddings) return "/v1/embeddings";
   return route == RequestRoute::kChat ? "/v1/chat/completions" : "/v1/completions";
 }
 
@@ -104,7 +113,9 @@ std::span<const RequestField> request_fields() { return kFields; }
 const RequestField* find_request_field(std::string_view name, RequestRoute route) {
   for (const RequestField& f : kFields) {
     if (f.name != name) continue;
-    return (route == RequestRoute::kChat ? f.chat : f.completions) ? &f : nullptr;
+    const bool known = route == RequestRoute::kChat ? f.chat : route == RequestRoute::kEmbeddings ? f.embeddings
+                                                                                                  : f.completions;
+    return known ? &f : nullptr;
   }
   return nullptr;
 }

@@ -11,7 +11,7 @@
 
 namespace loom {
 
-enum class RequestRoute { kCompletions, kChat };
+enum class RequestRoute { kCompletions, kChat, kEmbeddings };
 
 enum class FieldUse {
   kHonoured,     // read and acted on (the note names the reader)
@@ -25,6 +25,7 @@ struct RequestField {
   FieldUse use;
   std::string_view note;          // who reads it, or why it is refused
   std::string_view allowed_json;  // kRefused: JSON values accepted as "not asking for it", '|'-separated
+  bool embeddings = false;        // known on /v1/embeddings
 };
 
 // Every field, in one table.

@@ -8,6 +8,7 @@
 
 #include "core/common/error.hpp"
 #include "core/tokenizer/bpe_tokenizer.hpp"
+#include "core/tokenizer/wordpiece_json.hpp"
 
 namespace loom {
 
@@ -127,8 +128,9 @@ std::unique_ptr<Tokenizer> load_tokenizer_json(const std::string& path) {
   try {
     const json& model = j.at("model");
     const std::string model_type = model.value("type", "BPE");
+    if (model_type == "WordPiece") return wordpiece_from_tokenizer_json(j, config);
     if (model_type != "BPE") {
-      throw Error("model type '" + model_type + "' is not supported (supported: BPE)",
+      throw Error("model type '" + model_type + "' is not supported (supported: BPE, WordPiece)",
                   LOOM_ERR_UNSUPPORTED);
     }
     if (model.value("byte_fallback", false)) {

@@ -1,5 +1,5 @@
 // Hugging Face tokenizers: tokenizer.json (+ tokenizer_config.json beside it) -> a Tokenizer.
-// Supported: model "BPE" with a ByteLevel pre-tokenizer (GPT-2, Llama 3, Qwen2/3, DeepSeek ...):
+// Supported: model "WordPiece" (wordpiece_json.hpp), and model "BPE" with a ByteLevel pre-tokenizer (GPT-2, Llama 3, Qwen2/3, DeepSeek ...):
 // normalizer null | NFC | NFD | NFKC | NFKD (or a Sequence of one); pre_tokenizer ByteLevel,
 // Split (Isolated, regex or string), Digits, Sequence of these; added_tokens with their
 // special/lstrip/rstrip flags; add_bos/add_eos from tokenizer_config.json's add_bos_token /

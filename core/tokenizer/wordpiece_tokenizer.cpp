@@ -142,6 +142,14 @@ std::vector<std::string> WordPieceTokenizer::pre_tokenize(std::string_view text)
 
 void WordPieceTokenizer::encode_word(const std::string& word, std::vector<int32_t>& out) const {
   const size_t start_size = out.size();
+  if (vocab_.max_word_chars > 0) {
+    int32_t chars = 0;
+    for (const char c : word) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80 ? 1 : 0;
+    if (chars > vocab_.max_word_chars) {
+      if (vocab_.unk_id >= 0) out.push_back(vocab_.unk_id);
+      return;
+    }
+  }
   size_t start = 0;
   while (start < word.size()) {
     const auto& table = start == 0 ? word_starts_ : continuations_;

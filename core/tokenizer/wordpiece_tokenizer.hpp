@@ -35,6 +35,8 @@ struct WordPieceVocab {
   bool lowercase = true;  // also strips accents, as BertTokenizer's default
   bool add_cls = true;
   bool add_sep = true;
+  // A word of more characters is [UNK] whole (Hugging Face's max_input_chars_per_word); 0 = no limit.
+  int32_t max_word_chars = 0;
 };
 
 class WordPieceTokenizer final : public Tokenizer {

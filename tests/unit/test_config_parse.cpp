@@ -269,6 +269,29 @@ TEST(ConfigParse, CacheKvDtypeIsReadByTheCoreNotPassedToThePlugin) {
   }
 }
 
+TEST(ConfigParse, EmbeddingTableAndTheSemanticCacheGuardsAreTheCores) {
+  const Config c = parse_config("[embedding]\npath = \"models/minilm\"\nmax_batch_tokens = 512\n"
+                                "[semantic_cache]\nplugin = \"exact\"\nopt_in = false\ncapacity = 8\n", kFile);
+  EXPECT_EQ(c.embedding.path, "/etc/loom/models/minilm");  // relative to the config file
+  EXPECT_EQ(c.embedding.name, "");
+  EXPECT_EQ(c.embedding.max_batch_tokens, 512);
+  EXPECT_FALSE(c.semantic_guards.require_opt_in);
+  EXPECT_TRUE(c.semantic_guards.deterministic_only);
+  ASSERT_TRUE(c.semantic_cache);
+  EXPECT_EQ(c.semantic_cache->config_json, R"({"capacity":8})");  // the guards are not the plugin's
+  EXPECT_EQ(parse_config(to_toml(c), kFile), c);
+  EXPECT_EQ(parse_config("", kFile).embedding, EmbeddingConfig{});
+  try {
+    parse_config("[embedding]\npath = \"m\"\nbatch = 1\n[semantic_cache]\nplugin = \"exact\"\nopt_in = 1\n", kFile);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(":3:1: embedding.batch: unknown key"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(":6:10: semantic_cache.opt_in: expected a boolean, got an integer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(ConfigParse, ToTomlOfTheDefaults) {
   Config c{.source_path = kFile};
   c.model.path = "/models/m.gguf";

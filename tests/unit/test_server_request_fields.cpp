@@ -177,6 +177,34 @@ TEST(RequestFields, EveryFieldWithEveryJsonTypeIsParsedOrRefusedCleanly) {
   }
 }
 
+// /v1/embeddings knows only OpenAI's embedding fields; the semantic-cache opt-in is known on both
+// generation routes. Each is shown acting in the test named here.
+TEST(RequestFields, EmbeddingAndSemanticCacheFieldsAreHonouredWhereShown) {
+  const std::map<std::string, std::string> embeddings = {
+      {"input", "test_e2e_embeddings AStringAListAndTokenIdsGiveTheSameVectorsWithUsage"},
+      {"encoding_format", "test_e2e_embeddings AStringAListAndTokenIdsGiveTheSameVectorsWithUsage"},
+      {"dimensions", "test_e2e_embeddings RefusalsNameTheField"},
+      {"model", "test_e2e_embeddings RefusalsNameTheField"},
+      {"user", "embedding_request (request log line)"}};
+  for (const auto& [name, test] : embeddings) {
+    SCOPED_TRACE(name + " (shown by " + test + ")");
+    const RequestField* f = find_request_field(name, RequestRoute::kEmbeddings);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->use, FieldUse::kHonoured);
+  }
+  size_t known = 0;
+  for (const RequestField& f : request_fields()) known += f.embeddings ? 1 : 0;
+  EXPECT_EQ(known, embeddings.size()) << "an embeddings field without a test named above";
+  EXPECT_EQ(find_request_field("temperature", RequestRoute::kEmbeddings), nullptr);
+  EXPECT_EQ(find_request_field("input", RequestRoute::kChat), nullptr);
+  // "semantic_cache": test_e2e_semantic_cache OffUnlessAskedAndOnlyForDeterministicRequests.
+  for (RequestRoute route : {RequestRoute::kCompletions, RequestRoute::kChat}) {
+    const RequestField* f = find_request_field("semantic_cache", route);
+    ASSERT_NE(f, nullptr);
+    EXPECT_EQ(f->use, FieldUse::kHonoured);
+  }
+}
+
 TEST(RequestFields, EveryTableNameIsUnique) {
   std::map<std::string_view, int> seen;
   for (const RequestField& f : request_fields()) EXPECT_EQ(++seen[f.name], 1) << f.name;

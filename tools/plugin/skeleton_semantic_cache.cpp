@@ -52,13 +52,28 @@ class @CLASS@ {
 };
 )skel";
   k.test_body = R"skel(    @CLASS@ plugin(host, "{}");
-    loom_semantic_query query{sizeof(loom_semantic_query), "m", "", "Hello", 5, "temperature=0"};
+    // Zero first, then the members this test sets (the host fills the later ones, interface 1.1).
+    loom_semantic_query query{};
+    query.struct_size = sizeof(query);
+    query.model = "m";
+    query.tenant = "";
+    query.prompt = "Hello";
+    query.prompt_len = 5;
+    query.params = "temperature=0";
     char text[16] = {0};
-    loom_semantic_answer answer{sizeof(loom_semantic_answer), text, sizeof(text), 0, 0, 0};
+    loom_semantic_answer answer{};
+    answer.struct_size = sizeof(answer);
+    answer.text = text;
+    answer.capacity = sizeof(text);
     int32_t hit = -1;
     check(plugin.lookup(&query, &hit, &answer) == LOOM_OK && hit == 0, "an empty cache misses");
     char stored_text[] = "Hi there";
-    loom_semantic_answer stored{sizeof(loom_semantic_answer), stored_text, 8, 8, 3, 1};
+    loom_semantic_answer stored{};
+    stored.struct_size = sizeof(stored);
+    stored.text = stored_text;
+    stored.capacity = stored.length = 8;
+    stored.completion_tokens = 3;
+    stored.finish_reason = 1;
     check(plugin.store(&query, &stored) == LOOM_OK, "store returns LOOM_OK");
     check(plugin.lookup(&query, &hit, &answer) == LOOM_OK && hit == 1 && answer.length == 8 &&
               std::string(text, 8) == "Hi there" && answer.completion_tokens == 3 && answer.finish_reason == 1,

@@ -461,8 +461,25 @@ struct VtableFor<loom_semantic_cache_vtable, T> {
                            const loom_semantic_answer* answer, loom_error_buf* err) noexcept {
     return detail::guarded(err, [&] { return detail::self_as<T>(s).store(query, answer); });
   }
-  static constexpr loom_semantic_cache_vtable kTable = {sizeof(loom_semantic_cache_vtable), &lookup,
-                                                        &store};
+  static int32_t needs_embedding(void* s) noexcept { return detail::self_as<T>(s).needs_embedding() ? 1 : 0; }
+  static loom_status stats(void* s, loom_semantic_cache_stats* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] { return detail::self_as<T>(s).stats(out); });
+  }
+  // Optional members: only referenced when the class has them.
+  static constexpr decltype(loom_semantic_cache_vtable::needs_embedding) needs_embedding_or_null() {
+    if constexpr (requires(T& t) { t.needs_embedding(); })
+      return &needs_embedding;
+    else
+      return nullptr;
+  }
+  static constexpr decltype(loom_semantic_cache_vtable::stats) stats_or_null() {
+    if constexpr (requires(T& t, loom_semantic_cache_stats* o) { t.stats(o); })
+      return &stats;
+    else
+      return nullptr;
+  }
+  static constexpr loom_semantic_cache_vtable kTable = {sizeof(loom_semantic_cache_vtable), &lookup, &store,
+                                                        needs_embedding_or_null(), stats_or_null()};
 };
 
 }  // namespace loom::sdk

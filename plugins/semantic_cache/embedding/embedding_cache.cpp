@@ -1,0 +1,194 @@
+// semantic_cache/embedding: returns a stored answer for a request that asks nearly the same
+// thing: the host embeds the request's last user turn (or completion prompt) with its
+// [embedding] model, and a stored answer is returned when its embedding's cosine to the query's
+// is at least `threshold`. Only within one identity: the same model, tenant, canonical
+// parameters and context digest (earlier turns, system prompt), so an answer never crosses
+// tenants, models, tools or sampling parameters; each identity has its own hnswlib index
+// (inner product on L2-normalised vectors = cosine).
+//
+// Config: threshold = 0.95 (cosine, (0, 1]), capacity = 10000 (answers over all identities;
+// least recently used first), ttl_s = 0 (seconds; 0 = until evicted), m = 16 and
+// ef_construction = 200 (hnswlib graph), ef_search = 64.
+#include <hnswlib/hnswlib.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "common/answer_store.hpp"
+#include "loom/sdk.hpp"
+#include "loom/sdk_config.hpp"
+
+namespace {
+
+using loom::semantic::LruTtl;
+using loom::semantic::StoredAnswer;
+
+struct EmbeddingCacheConfig {
+  double threshold = 0.95;
+  int64_t capacity = 10000;
+  double ttl_s = 0.0;
+  int64_t m = 16;
+  int64_t ef_construction = 200;
+  int64_t ef_search = 64;
+};
+
+// One identity's vectors. hnswlib keeps deleted points in its graph, so the index is rebuilt
+// from the live vectors once they are fewer than the deleted ones.
+class Partition {
+ public:
+  Partition(int32_t dim, const EmbeddingCacheConfig& cfg) : dim_(dim), cfg_(cfg), space_(static_cast<size_t>(dim)) {
+    rebuild();
+  }
+  bool empty() const { return vectors_.empty(); }
+
+  void add(uint64_t id, const float* v) {
+    if (index_->cur_element_count >= index_->max_elements_) index_->resizeIndex(index_->max_elements_ * 2);
+    vectors_[id].assign(v, v + dim_);
+    index_->addPoint(vectors_[id].data(), id);
+  }
+  void remove(uint64_t id) {
+    if (vectors_.erase(id) == 0) return;
+    index_->markDelete(id);
+    if (++deleted_ > static_cast<int64_t>(vectors_.size()) + 16) rebuild();
+  }
+  // The nearest live ids with their cosine, best first.
+  std::vector<std::pair<float, uint64_t>> nearest(const float* q, size_t k) const {
+    std::vector<std::pair<float, uint64_t>> out;
+    if (vectors_.empty()) return out;
+    auto heap = index_->searchKnn(q, std::min(k, vectors_.size()));
+    while (!heap.empty()) {
+      out.emplace_back(1.0f - heap.top().first, static_cast<uint64_t>(heap.top().second));  // IP distance = 1 - dot
+      heap.pop();
+    }
+    std::reverse(out.begin(), out.end());
+    return out;
+  }
+
+ private:
+  void rebuild() {
+    const size_t n = std::max<size_t>(16, vectors_.size() * 2);
+    index_ = std::make_unique<hnswlib::HierarchicalNSW<float>>(&space_, n, static_cast<size_t>(cfg_.m),
+                                                                 static_cast<size_t>(cfg_.ef_construction));
+    index_->setEf(static_cast<size_t>(cfg_.ef_search));
+    for (const auto& [id, v] : vectors_) index_->addPoint(v.data(), id);
+    deleted_ = 0;
+  }
+
+  int32_t dim_;
+  EmbeddingCacheConfig cfg_;
+  hnswlib::InnerProductSpace space_;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> index_;
+  std::unordered_map<uint64_t, std::vector<float>> vectors_;  // live ids -> [dim]
+  int64_t deleted_ = 0;
+};
+
+class EmbeddingCache {
+ public:
+  static const loom::sdk::ConfigSpec<EmbeddingCacheConfig>& config_spec() {
+    using C = EmbeddingCacheConfig;
+    static const auto spec =
+        loom::sdk::ConfigSpec<C>("semantic_cache embedding")
+            .number("threshold", &C::threshold, "least cosine similarity of a hit", 1e-6, 1.0)
+            .integer("capacity", &C::capacity, "answers kept at most over all tenants (LRU)", 1)
+            .number("ttl_s", &C::ttl_s, "seconds an answer stays valid; 0 = no limit", 0.0)
+            .integer("m", &C::m, "hnswlib graph degree", 2, 128)
+            .integer("ef_construction", &C::ef_construction, "hnswlib build-time candidate list", 8, 4096)
+            .integer("ef_search", &C::ef_search, "hnswlib search-time candidate list", 1, 4096);
+    return spec;
+  }
+
+  EmbeddingCache(const loom::sdk::Host& host, const EmbeddingCacheConfig& cfg) : cfg_(cfg), lru_(cfg.capacity, cfg.ttl_s) {
+    host.info("cosine >= ", cfg.threshold, ", up to ", cfg.capacity, " answers",
+              cfg.ttl_s > 0 ? ", ttl " + std::to_string(cfg.ttl_s) + " s" : "");
+  }
+
+  bool needs_embedding() const { return true; }
+
+  loom_status lookup(const loom_semantic_query* query, int32_t* hit, loom_semantic_answer* answer) {
+    const float* q = embedding_of(*query);
+    const std::string identity = loom::semantic::identity_of(*query);
+    std::lock_guard<std::mutex> lock(mutex_);
+    *hit = 0;
+    const auto p = partitions_.find(identity);
+    if (p == partitions_.end()) return LOOM_OK;
+    for (const auto& [similarity, id] : p->second->nearest(q, 4)) {
+      if (similarity < cfg_.threshold) break;
+      bool expired = false;
+      if (!lru_.use(id, expired)) {
+        if (expired) drop(id);
+        continue;
+      }
+      loom::semantic::fill(entries_.at(id).answer, similarity, answer);
+      *hit = 1;
+      return LOOM_OK;
+    }
+    return LOOM_OK;
+  }
+
+  loom_status store(const loom_semantic_query* query, const loom_semantic_answer* answer) {
+    const float* q = embedding_of(*query);
+    std::string identity = loom::semantic::identity_of(*query);
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (dim_ == 0) dim_ = query->embedding_dim;
+    auto& part = partitions_[identity];
+    if (!part) part = std::make_unique<Partition>(dim_, cfg_);
+    // A near-duplicate of a stored question replaces it rather than piling up beside it.
+    if (const auto near = part->nearest(q, 1); !near.empty() && near[0].first >= cfg_.threshold) drop(near[0].second);
+    const uint64_t id = next_id_++;
+    part->add(id, q);
+    entries_[id] = Entry{std::move(identity), loom::semantic::copy_of(*answer)};
+    for (const uint64_t gone : lru_.insert(id)) drop(gone, /*in_lru=*/false);
+    return LOOM_OK;
+  }
+
+  loom_status stats(loom_semantic_cache_stats* out) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lru_.report(out);
+    return LOOM_OK;
+  }
+
+ private:
+  struct Entry {
+    std::string identity;
+    StoredAnswer answer;
+  };
+
+  const float* embedding_of(const loom_semantic_query& q) const {
+    if (!LOOM_SEMANTIC_HAS(q, embedding_dim) || q.embedding == nullptr || q.embedding_dim <= 0)
+      throw loom::sdk::Error(LOOM_ERR_INVALID_ARGUMENT,
+                             "semantic_cache embedding: the query has no embedding (the server needs an [embedding] model)");
+    if (dim_ != 0 && q.embedding_dim != dim_)
+      throw loom::sdk::Error(LOOM_ERR_INVALID_ARGUMENT, "semantic_cache embedding: embedding of " +
+                                                            std::to_string(q.embedding_dim) + " dims, the cache holds " +
+                                                            std::to_string(dim_));
+    return q.embedding;
+  }
+  // Removes an entry everywhere (in_lru: also from the LRU order, which evictions already left).
+  void drop(uint64_t id, bool in_lru = true) {
+    const auto it = entries_.find(id);
+    if (it == entries_.end()) return;
+    if (in_lru) lru_.erase(id);
+    const auto p = partitions_.find(it->second.identity);
+    if (p != partitions_.end()) {
+      p->second->remove(id);
+      if (p->second->empty()) partitions_.erase(p);
+    }
+    entries_.erase(it);
+  }
+
+  EmbeddingCacheConfig cfg_;
+  std::mutex mutex_;
+  LruTtl lru_;
+  int32_t dim_ = 0;
+  std::unordered_map<std::string, std::unique_ptr<Partition>> partitions_;
+  std::unordered_map<uint64_t, Entry> entries_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace
+
+LOOM_SEMANTIC_CACHE_PLUGIN(EmbeddingCache, "embedding", "0.1.0",
+                           "answers for near-identical requests: sentence-embedding cosine over hnswlib, per tenant, LRU, TTL");
