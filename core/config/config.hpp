@@ -70,6 +70,14 @@ struct SloConfig {
   bool operator==(const SloConfig&) const = default;
 };
 
+// The host's keys of the [speculator] table (core/config/speculator_config.hpp); the rest of the
+// table goes to the speculator plugin.
+struct SpeculationConfig {
+  int32_t num_speculative_tokens = 3;  // k: the most drafts verified per request and step
+  bool adaptive = true;                // choose k per request and step from the step-time model
+  bool operator==(const SpeculationConfig&) const = default;
+};
+
 // One `[<kind>]` table: which plugin implements the kind and that plugin's own settings.
 struct PluginTable {
   std::string plugin;              // name: loads libloom-<kind>-<plugin>.so
@@ -100,6 +108,8 @@ struct Config {
   double memory_utilization = 0.9;
   std::optional<PluginTable> cache_offload;   // absent table = kind off
   std::optional<PluginTable> semantic_cache;  // absent table = kind off
+  std::optional<PluginTable> speculator;      // absent table = no speculative decoding
+  SpeculationConfig speculation;              // [speculator] num_speculative_tokens, adaptive
   bool operator==(const Config&) const = default;
 };
 

@@ -5,6 +5,7 @@
 #include "core/common/error.hpp"
 #include "core/config/config.hpp"
 #include "core/config/slo_config.hpp"
+#include "core/config/speculator_config.hpp"
 #include "core/config/toml_json.hpp"
 
 namespace loom {
@@ -82,6 +83,10 @@ std::string to_toml(const Config& c) {
     line(out, "memory_utilization", toml_inline_value(nlohmann::json(c.memory_utilization)));
   if (c.cache_offload) plugin_section(out, "cache_offload", *c.cache_offload);
   if (c.semantic_cache) plugin_section(out, "semantic_cache", *c.semantic_cache);
+  if (c.speculator) {
+    plugin_section(out, "speculator", *c.speculator);
+    out += config_detail::speculation_lines(c.speculation);
+  }
   return out;
 }
 
