@@ -65,7 +65,7 @@ std::string config_text(const std::string& speculator, const std::string& cache_
 }
 
 // Runs the prompts, `concurrency` at a time, greedy, 48 new tokens (EOS honoured).
-RunResult run(const std::string& toml, int concurrency, bool opt_out = false) {
+RunResult run(const std::string& toml, int concurrency, bool opt_out = false, float temperature = 0.0f) {
   Engine engine(parse_config(toml, "spec.toml"));
   const std::vector<std::string> texts = prompt_texts();
   RunResult r;
@@ -76,7 +76,8 @@ RunResult run(const std::string& toml, int concurrency, bool opt_out = false) {
   auto submit = [&](size_t i) {
     GenerateRequest req;
     req.prompt = engine.tokenizer().encode(texts[i], true);
-    req.sampling.temperature = 0.0f;
+    req.sampling.temperature = temperature;
+    req.sampling.seed = 1000 + i;
     req.sampling.max_tokens = 48;
     req.sampling.stop = {"\n\n"};
     req.sampling.speculative_decoding = !opt_out;
@@ -172,6 +173,19 @@ TEST(GreedySpeculationOptOut, OptedOutRequestsAreNeverSpeculated) {
   EXPECT_TRUE(spec.stats.spec_decode.enabled);
   EXPECT_EQ(spec.stats.spec_decode.num_drafts, 0);
   EXPECT_EQ(spec.stats.spec_decode.num_steps, 0);
+}
+
+// Sampled requests verify by rejection sampling from their own seeded generator: the same seeds
+// give the same output, and drafts are still accepted (and some rejected).
+TEST(SampledSpeculation, SeededRequestsAreReproducible) {
+  const std::string toml = config_text(table("ngram", 3));
+  const RunResult a = run(toml, 1, false, 0.7f), b = run(toml, 1, false, 0.7f);
+  for (size_t i = 0; i < a.outputs.size(); ++i) {
+    EXPECT_EQ(a.outputs[i].error, "");
+    EXPECT_EQ(a.outputs[i].ids, b.outputs[i].ids) << "prompt " << i;
+  }
+  EXPECT_GT(a.stats.spec_decode.num_accepted_tokens, 0);
+  EXPECT_LT(a.stats.spec_decode.num_accepted_tokens, a.stats.spec_decode.num_draft_tokens);
 }
 
 std::vector<SpecCase> cases() {
