@@ -53,11 +53,11 @@ int32_t Speculation::room(const RequestState& req) const {
 }
 
 double Speculation::acceptance(uint64_t request_id) const {
-  // The running rate over every verification, as the prior of each request's own (two
-  // pseudo-drafts), and 0.5 before anything has been verified.
-  const double global = stats_.num_draft_tokens > 0
-                            ? static_cast<double>(stats_.num_accepted_tokens) / static_cast<double>(stats_.num_draft_tokens)
-                            : 0.5;
+  // The running rate over every verification (Laplace: one accepted and one rejected
+  // pseudo-draft, so one early rejection cannot pin it at 0), as the prior of each request's own
+  // (two pseudo-drafts).
+  const double global = (static_cast<double>(stats_.num_accepted_tokens) + 1.0) /
+                        (static_cast<double>(stats_.num_draft_tokens) + 2.0);
   const auto it = tracked_.find(request_id);
   if (it == tracked_.end()) return global;
   return (static_cast<double>(it->second.accepted) + 2.0 * global) / (static_cast<double>(it->second.drafted) + 2.0);
@@ -97,6 +97,12 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
       const double t = time_of(prefill + kk + 1, decode - 1, kv_tokens + kk);
       const double rate_here = t > 0 ? (tokens + gain) / t : 0.0;
       if (rate_here > best) best = rate_here, best_k = kk, best_time = t;
+    }
+    // A request adaptation keeps off still gets one draft every kProbeSteps steps, so its rate is
+    // measured again (a low early estimate never switches speculation off for good).
+    if (best_k == 0) {
+      const auto t = tracked_.find(eligible[i]->id);
+      if (t != tracked_.end() && t->second.off_steps + 1 >= kProbeSteps) best_k = 1, best_time = time_of(prefill + 2, decode - 1, kv_tokens + 1);
     }
     k[i] = best_k;
     if (best_k > 0) {
@@ -146,6 +152,10 @@ void Speculation::propose(std::span<RequestState* const> running) {
     q.draft_probs = draft_probs_.data() + asks_.size() * static_cast<size_t>(k_) * static_cast<size_t>(vocab_);
     asks_.push_back(q);
     asked.push_back(eligible[i]);
+  }
+  for (size_t i = 0; i < eligible.size(); ++i) {
+    Tracked& t = tracked_[eligible[i]->id];
+    t.off_steps = k[i] > 0 ? 0 : t.off_steps + 1;
   }
   if (asks_.empty()) {
     ++stats_.num_steps_adaptive_off;

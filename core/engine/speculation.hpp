@@ -69,7 +69,9 @@ class Speculation {
     int64_t drafted = 0;   // over the request's life, for its acceptance rate
     int64_t accepted = 0;
     RequestState* holder = nullptr;  // while it has drafts (within one step)
+    int32_t off_steps = 0;           // consecutive steps adaptation gave it no drafts
   };
+  static constexpr int32_t kProbeSteps = 16;
   // Per request, k from the step-time model and its acceptance rate (see speculation.cpp).
   std::vector<int32_t> choose_k(std::span<RequestState* const> eligible, std::span<const int32_t> room,
                                 int32_t num_running, int64_t kv_tokens) const;

@@ -5,7 +5,7 @@
 # the request's wall time, the best of RUNS runs.
 #
 #   tools/bench/speculative.sh [BUILD_DIR]    MODEL=<gguf> (default: the demo model stories260K)
-#                                             THREADS=n RUNS=n MAX_TOKENS=n K=n PORT=n
+#                                             THREADS=n RUNS=n MAX_TOKENS=n TEXT_BYTES=n K=n PORT=n NGRAM_MIN=n
 # Prints one line per configuration: tokens/s, speedup over off, acceptance and mean accepted
 # length from /metrics. Results (JSON bodies, server logs) land in BUILD_DIR/bench-results/speculative/.
 set -euo pipefail
@@ -16,9 +16,11 @@ out="$build/bench-results/speculative"
 model="${MODEL:-$root/tests/data/stories260K.gguf}"
 threads="${THREADS:-2}"
 runs="${RUNS:-3}"
-max_tokens="${MAX_TOKENS:-200}"
+max_tokens="${MAX_TOKENS:-150}"
+text_bytes="${TEXT_BYTES:-450}"  # the given text; prompt + max_tokens must fit the context (512 for the demo model)
 k="${K:-4}"
 port="${PORT:-18240}"
+ngram_min="${NGRAM_MIN:-1}"  # ngram's prompt_lookup_min (min_n)
 mkdir -p "$out"
 
 server_pid=""
@@ -40,8 +42,8 @@ start_server() {  # start_server NAME [loom-server args...]
 
 # The input-grounded prompt: a given story, twice (the second copy cut short), so the model's
 # greedy continuation copies from its input, as a summary/rewrite/extraction of a long text does.
-text="$(head -c 1200 "$root/tests/data/heldout_stories.txt" | tr '\n' ' ')"
-prompt="$text $(printf '%s' "$text" | head -c 300)"
+text="$(head -c "$text_bytes" "$root/tests/data/heldout_stories.txt" | tr '\n' ' ')"
+prompt="$text $(printf '%s' "$text" | head -c $((text_bytes / 3)))"
 body="$(python3 -c 'import json,sys; print(json.dumps({"prompt": sys.argv[1], "max_tokens": int(sys.argv[2]), "temperature": 0, "ignore_eos": True}))' "$prompt" "$max_tokens")"
 
 measure() {  # measure NAME -> best tokens/s, and the completion text in $out/NAME.json
@@ -57,14 +59,16 @@ measure() {  # measure NAME -> best tokens/s, and the completion text in $out/NA
   echo "$best"
 }
 
-metric() { curl -sf "http://127.0.0.1:$port/metrics" | awk -v m="loom:$1" '$1 ~ "^"m"({|$)" {print $2; exit}'; }
+metric() { curl -sf "http://127.0.0.1:$port/metrics" | grep -E "^loom:$1[{ ]" | head -1 | awk '{print $NF}'; }
 
 start_server off
 off=$(measure off)
 stop_server
 printf '%-8s %8.1f tok/s\n' off "$off"
 for method in ngram suffix; do
-  start_server "$method" --speculative-config "{\"method\": \"$method\", \"num_speculative_tokens\": $k}"
+  extra=""
+  [[ "$method" == ngram ]] && extra=", \"prompt_lookup_min\": $ngram_min"
+  start_server "$method" --speculative-config "{\"method\": \"$method\", \"num_speculative_tokens\": $k$extra}"
   on=$(measure "$method")
   drafts=$(metric spec_decode_num_draft_tokens_total); accepted=$(metric spec_decode_num_accepted_tokens_total)
   mean=$(metric spec_decode_mean_accepted_length)
@@ -72,6 +76,6 @@ for method in ngram suffix; do
   cmp -s <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$out/off.json") \
          <(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["choices"][0]["text"])' "$out/$method.json") \
     || { echo "speculative: $method changed the greedy output" >&2; exit 1; }
-  python3 -c "import sys; on, off, d, a, m = map(float, sys.argv[1:]); print(f'{sys.argv[6]:<8} {on:8.1f} tok/s  {on/off:5.2f}x  acceptance {a/max(d,1):.2f}  mean accepted length {m:.2f}')" \
+  python3 -c "import sys; on, off, d, a, m = map(float, sys.argv[1:6]); print(f'{sys.argv[6]:<8} {on:8.1f} tok/s  {on/off:5.2f}x  acceptance {a/max(d,1):.2f}  mean accepted length {m:.2f}')" \
     "$on" "$off" "${drafts:-0}" "${accepted:-0}" "${mean:-0}" "$method"
 done
