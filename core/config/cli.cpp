@@ -10,6 +10,7 @@
 #include "core/common/error.hpp"
 #include "core/config/byte_size.hpp"
 #include "core/config/config_rules.hpp"
+#include "core/config/speculative_config_flag.hpp"
 
 namespace loom {
 namespace {
@@ -40,7 +41,7 @@ std::string absolute_path(const std::string& path) {
 // The values as CLI11 fills them; `seen` tells which were given.
 struct Values {
   std::string config, model, positional_model, name, chat_template, host, api_key, prefix, log_level,
-      quantization, kv_memory, kv_dtype, embedding_model;
+      quantization, kv_memory, kv_dtype, embedding_model, speculative_config;
   int64_t max_model_len = 0, port = 0, threads = 0, max_num_seqs = 0, max_num_batched_tokens = 0;
   double memory_utilization = 0;
   bool prefix_caching = false;
@@ -117,6 +118,11 @@ struct ServerApp {
         "KV element type: f32, f16, bf16, int8 or fp8_e4m3 (cache.kv_dtype)", "Engine")
         ->check(rule(config_rules::check_kv_dtype));
 
+    add("--speculative-config", v.speculative_config, "JSON",
+        "speculative decoding as vLLM spells it: {\"method\": \"ngram\" or \"suffix\", \"num_speculative_tokens\": k, "
+        "...} (the [speculator] table)",
+        "Engine");
+
     add("--config", v.config, "FILE", "a TOML config file on top of the built-in defaults", "Config");
     add("--log-level", v.log_level, "LEVEL", "trace, debug, info, warn, error or off (logging.level)", "Config")
         ->check(rule(config_rules::check_log_level));
@@ -166,6 +172,7 @@ CliOptions parse_cli(int argc, char** argv) {
   take(a, "--memory-utilization", v.memory_utilization, o.memory_utilization);
   take(a, "--kv-cache-dtype", v.kv_dtype, o.kv_dtype);
   take(a, "--log-level", v.log_level, o.log_level);
+  take(a, "--speculative-config", v.speculative_config, o.speculative_config);
   o.print_config = a.print_config;
   o.version = a.version;
   return o;
@@ -210,6 +217,7 @@ void apply_overrides(Config& config, const CliOptions& o) {
     set_plugin_key(config.cache, "kv_memory", "\"" + format_byte_size(*o.kv_memory) + "\"");
   }
   if (o.kv_dtype) config.kv_dtype = *o.kv_dtype;
+  if (o.speculative_config) apply_speculative_config(config, *o.speculative_config);
   if (o.memory_utilization) {
     // The fraction sizes the pool only without a fixed size: the flag wins over the file's.
     if (o.kv_memory)

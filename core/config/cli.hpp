@@ -31,6 +31,7 @@ struct CliOptions {
   std::optional<int64_t> kv_memory;                     // --kv-cache-memory: [cache] kv_memory
   std::optional<std::string> kv_dtype;                  // --kv-cache-dtype: [cache] kv_dtype
   std::optional<double> memory_utilization;             // [cache] memory_utilization
+  std::optional<std::string> speculative_config;        // vLLM's JSON: the [speculator] table
   bool print_config = false;
   bool help = false;
   bool version = false;

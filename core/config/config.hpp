@@ -91,6 +91,12 @@ struct SemanticCacheGuards {
   // Only requests whose answer is reproducible: temperature 0, or a fixed seed.
   bool deterministic_only = true;
   bool operator==(const SemanticCacheGuards&) const = default;
+// The host's keys of the [speculator] table (core/config/speculator_config.hpp); the rest of the
+// table goes to the speculator plugin.
+struct SpeculationConfig {
+  int32_t num_speculative_tokens = 3;  // k: the most drafts verified per request and step
+  bool adaptive = true;                // choose k per request and step from the step-time model
+  bool operator==(const SpeculationConfig&) const = default;
 };
 
 // One `[<kind>]` table: which plugin implements the kind and that plugin's own settings.
@@ -125,6 +131,8 @@ struct Config {
   std::optional<PluginTable> semantic_cache;  // absent table = kind off
   SemanticCacheGuards semantic_guards;        // [semantic_cache] opt_in, deterministic_only
   EmbeddingConfig embedding;
+  std::optional<PluginTable> speculator;      // absent table = no speculative decoding
+  SpeculationConfig speculation;              // [speculator] num_speculative_tokens, adaptive
   bool operator==(const Config&) const = default;
 };
 

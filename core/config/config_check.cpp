@@ -8,6 +8,7 @@
 #include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
 #include "core/config/embedding_config.hpp"
+#include "core/config/speculator_config.hpp"
 #include "core/config/toml_reader.hpp"
 
 namespace loom {
@@ -78,6 +79,8 @@ void check_config(const Config& config) {
   }
   if (config.cache_offload) check_plugin(problems, "cache_offload", *config.cache_offload);
   if (config.semantic_cache) check_plugin(problems, "semantic_cache", *config.semantic_cache);
+  if (config.speculator) check_plugin(problems, "speculator", *config.speculator);
+  config_detail::check_speculation(problems, config.speculation);
   problems.throw_if_any();
 }
 

@@ -15,6 +15,7 @@
 #include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
 #include "core/config/embedding_config.hpp"
+#include "core/config/speculator_config.hpp"
 #include "core/config/toml_json.hpp"
 #include "core/config/toml_reader.hpp"
 
@@ -30,9 +31,9 @@ using config_detail::type_name;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-constexpr std::array<std::string_view, 13> kTopLevelTables = {
-    "model",        "server",    "runtime", "plugins",       "logging",        "slo",
-    "attention",    "quantization", "scheduler", "cache", "cache_offload", "semantic_cache", "embedding"};
+constexpr std::array<std::string_view, 14> kTopLevelTables = {
+    "model",        "server",    "runtime", "plugins",       "logging",        "slo",         "attention",
+    "quantization", "scheduler", "cache",   "cache_offload", "semantic_cache", "embedding", "speculator"};
 
 // Paths in a config are relative to the config file, so a config works from any directory;
 // they are stored absolute so the effective config does too.
@@ -327,6 +328,11 @@ Config parse_config(std::string_view toml_text, const std::string& source_path, 
                                  : read_plugin_table(*t, kind, base_dir, problems);
     if (semantic) config_detail::read_semantic_guards(*t, problems, config.semantic_guards);
     *slot = *slot ? merge_plugin_tables(**slot, table) : table;
+  }
+  if (const toml::table* t = table_of("speculator")) {
+    PluginTable table = read_plugin_table(*t, "speculator", base_dir, problems, {"num_speculative_tokens", "adaptive"});
+    config.speculator = config.speculator ? merge_plugin_tables(*config.speculator, table) : table;
+    config_detail::read_speculation(*t, problems, config.speculation);
   }
 
   problems.throw_if_any();

@@ -7,6 +7,7 @@
 #include "core/config/server_limits_config.hpp"
 #include "core/config/slo_config.hpp"
 #include "core/config/embedding_config.hpp"
+#include "core/config/speculator_config.hpp"
 #include "core/config/toml_json.hpp"
 
 namespace loom {
@@ -89,6 +90,10 @@ std::string to_toml(const Config& c) {
     out += config_detail::semantic_guards_toml(c.semantic_guards);
   }
   out += config_detail::embedding_toml(c.embedding);
+  if (c.speculator) {
+    plugin_section(out, "speculator", *c.speculator);
+    out += config_detail::speculation_lines(c.speculation);
+  }
   return out;
 }
 

@@ -65,6 +65,10 @@ Engine::Engine(const Config& config)
   stack_->set_step_model(&step_model_);
   if (!config.embedding.path.empty()) embeddings_ = make_embedding_worker(config);
   semantic_ = make_semantic_cache_client(stack_->semantic_cache_plugin(), config, embeddings_.get());
+  if (auto plugin = stack_->create_speculator(config)) {
+    speculation_ = std::make_unique<Speculation>(std::move(plugin), config.speculation,
+                                                 stack_->tokenizer->vocab_size(), stack_->max_model_len, step_model_);
+  }
   if (slo_.calibration_steps > 0) {
     stack_->calibrate(slo_.calibration_steps, step_model_);
     const StepCoefficients c = step_model_.coefficients();
@@ -261,6 +265,7 @@ void Engine::step() {
   // schedule: the scheduler decides how many tokens each request advances; the preemptions it
   // proposed are already carried out (swapped or freed, reset to recompute).
   const int64_t schedule_us = now_us();
+  if (speculation_) propose_drafts();
   StepPlan& plan = stack_->schedule(
       [this](uint64_t id) -> RequestState* {
         auto it = requests_.find(id);
@@ -270,6 +275,7 @@ void Engine::step() {
   for (const auto& [id, reason] : plan.rejected) {
     if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, reason);
   }
+  if (speculation_) speculation_->fit_to_plan(plan);
   // Queue depth and KV use change at scheduling: publish before the (long) forward pass.
   publish_stats();
   if (plan.seqs.empty()) return;
@@ -282,6 +288,7 @@ void Engine::step() {
   // execute: one flat batch of every scheduled token the tier did not restore.
   stack_->prepare(plan);
   if (plan.batch.empty()) return;
+  if (speculation_) speculation_->mark_logits(plan);
   stack_->execute(plan, logits_);
   // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
   const int64_t sampled_us = now_us();
@@ -298,6 +305,11 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const PlannedSeq& seq = plan.seqs[i];
     RequestState& req = *seq.request;
+    if (speculation_ && speculation_->num_drafts(req.id) > 0) {
+      logit_row += verify_drafts(req, std::span<const float>(logits_).subspan(logit_row * vocab), seq.num_new_tokens,
+                                 sampled_us);
+      continue;
+    }
     if (plan.batch[i].all_logits) {
       // Rows [logit_row, logit_row + chunk): the chunk's positions, the last one sampled below.
       record_prompt_logprobs(req, std::span<const float>(logits_).subspan(logit_row * vocab),
@@ -339,7 +351,8 @@ void Engine::record_prompt_logprobs(RequestState& req, std::span<const float> ro
   }
 }
 
-void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int64_t sampled_us) {
+void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int64_t sampled_us,
+                         const DraftToVerify* draft) {
   std::span<const float> row = raw_row;
   const LogitsProcessing& proc = req.sampling.processing;
   if (proc.active()) {
@@ -360,7 +373,9 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
     }
     allowed = masked_row_;
   }
-  const int32_t token = stack_->sample(allowed, req.sampling, req.rng);
+  const int32_t token = draft != nullptr && req.sampling.temperature > 0.0f
+                            ? verify_sampled(allowed, req, *draft)
+                            : stack_->sample(allowed, req.sampling, req.rng);
   if (req.constraint && !req.constraint->accept(token)) {
     finish(req, FinishReason::kError, "grammar: the model gives every token the grammar allows no probability");
     return;
@@ -493,6 +508,7 @@ void Engine::observe_step(const StepPlan& plan, int64_t wall_us) {
 void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
   const uint64_t id = req.id;
   leave_queue(req);
+  if (speculation_) speculation_->finish(req);
   stack_->release(id);
   // A request finished by emit() has already sent its final output; abort/error send one here,
   // also for the choices it had yet to fork (so every choice of the request ends).
@@ -527,6 +543,7 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
 void Engine::publish_stats() {
   std::lock_guard<std::mutex> lock(stats_mutex_);
   stack_->read_stats(stats_);
+  if (speculation_) stats_.spec_decode = speculation_->stats();
 }
 
 }  // namespace loom

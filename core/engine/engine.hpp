@@ -18,9 +18,17 @@
 #include "core/engine/request_metrics.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/runtime_stack.hpp"
+#include "core/engine/speculation.hpp"
 #include "core/engine/step_time_model.hpp"
 
 namespace loom {
+
+// One draft token for sample_into to verify: the token and the distribution it was drawn from
+// (empty: deterministic).
+struct DraftToVerify {
+  int32_t token = 0;
+  std::span<const float> probs;
+};
 
 class Engine final : public EngineInterface {
  public:
@@ -50,8 +58,17 @@ class Engine final : public EngineInterface {
   // Sends the final output and releases everything the request holds.
   void finish(RequestState& req, FinishReason reason, std::string error = {});
   void emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs);
-  // Samples one token for req from a logits row, with its logprobs when asked for.
-  void sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us);
+  // Samples one token for req from a logits row, with its logprobs when asked for. With a draft,
+  // the token is the draft's verification instead (greedy: the argmax, compared by the caller;
+  // sampled: speculative sampling against the draft's distribution).
+  void sample_into(RequestState& req, std::span<const float> row, int64_t sampled_us,
+                   const DraftToVerify* draft = nullptr);
+  // Speculative decoding (engine_speculation.cpp): drafts for the running requests before
+  // scheduling, and the verification of a sequence's drafts from its rows [num_rows, vocab];
+  // returns the rows it read.
+  void propose_drafts();
+  int32_t verify_sampled(std::span<const float> allowed, RequestState& req, const DraftToVerify& draft);
+  size_t verify_drafts(RequestState& req, std::span<const float> rows, int32_t num_rows, int64_t sampled_us);
   // Prompt logprobs from `num_rows` consecutive rows of a chunk starting at num_computed_tokens.
   void record_prompt_logprobs(RequestState& req, std::span<const float> rows, int32_t num_rows);
   // At the parent's first sample: the other choices, sharing its prompt's KV (cache fork), each
@@ -69,6 +86,7 @@ class Engine final : public EngineInterface {
   std::unique_ptr<RuntimeStack> stack_;
   std::unique_ptr<EmbeddingWorker> embeddings_;  // [embedding]; null when not configured
   std::unique_ptr<SemanticCacheClient> semantic_;  // over stack_'s semantic_cache plugin; null when off
+  std::unique_ptr<Speculation> speculation_;  // null without a [speculator] table
   SloConfig slo_;
   int32_t step_tokens_ = 2048;  // the scheduler's max_num_batched_tokens, for TTFT prediction
   StepTimeModel step_model_;    // fitted on the engine thread; read by any
@@ -95,6 +113,7 @@ class Engine final : public EngineInterface {
   std::vector<float> processed_row_;    // [vocab] the row after a request's logits processors
   std::vector<int32_t> penalty_counts_;  // [vocab] zeros between uses (logits_processors scratch)
   std::vector<int32_t> eog_ids_;         // end-of-generation tokens, banned below min_tokens
+  std::vector<double> target_probs_;     // [vocab] speculative sampling's target distribution
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;

@@ -48,6 +48,8 @@ struct SamplingParams {
   // False: control tokens' text is kept in the output (vLLM's skip_special_tokens); the chat
   // route clears it when a tool-call format's markers are control tokens ([TOOL_CALLS]).
   bool skip_special_tokens = true;
+  // False: this request is never speculated on, though a [speculator] is configured.
+  bool speculative_decoding = true;
 };
 
 inline constexpr int32_t kMaxLogprobs = 20;
@@ -99,6 +101,17 @@ struct GenerateRequest {
   OutputSink sink;
 };
 
+// Speculative decoding's counters (vLLM's spec_decode_* names); all 0 without a [speculator].
+struct SpecDecodeStats {
+  bool enabled = false;
+  int64_t num_drafts = 0;           // verifications: a request's drafts checked in one step
+  int64_t num_draft_tokens = 0;     // draft tokens verified
+  int64_t num_accepted_tokens = 0;  // of them, accepted
+  std::vector<int64_t> accepted_per_pos;  // [num_speculative_tokens] accepted at draft position i
+  int64_t num_steps = 0;            // steps with a request speculation could run for
+  int64_t num_steps_adaptive_off = 0;  // of them, steps where adaptation chose no drafts at all
+};
+
 struct EngineStats {
   int32_t num_waiting = 0;
   int32_t num_running = 0;
@@ -136,6 +149,7 @@ struct EngineStats {
   HistogramSnapshot iteration_tokens;   // tokens computed per engine step
   SloSnapshot slo;                      // SLO attainment, refusals, goodput, step-time model
   SemanticCacheSnapshot semantic_cache;  // hits, misses, stores ... of [semantic_cache]
+  SpecDecodeStats spec_decode;
 };
 
 struct ModelInfo {

@@ -30,6 +30,15 @@ CacheHandle::CacheHandle(const LoadedPlugin& cache)
   // A copy of only what the plugin's vtable holds (its struct_size stays), with free refused.
   std::memcpy(&scheduler_vtable_, &vt, std::min<size_t>(vt.struct_size, sizeof(scheduler_vtable_)));
   scheduler_vtable_.free = &refuse_free;
+  // Trimming (1.3) is the host's rollback of rejected drafts, never a scheduler's.
+  if (sdk::present(vt, &loom_cache_vtable::trim)) scheduler_vtable_.trim = nullptr;
+  can_trim_ = sdk::present(vt, &loom_cache_vtable::trim);
+}
+
+bool CacheHandle::trim(const loom_request_view& view, int32_t num_tokens) const {
+  if (!can_trim_) return false;
+  cache_->call("trim", &loom_cache_vtable::trim, &view, num_tokens);
+  return true;
 }
 
 loom_cache_layout CacheHandle::layout() const {

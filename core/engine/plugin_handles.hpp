@@ -38,6 +38,9 @@ class CacheHandle {
   std::span<const loom_block_copy> take_block_copies() const;
   // Fills the KV fields of `out` (blocks, prefix-cache counters).
   void read_stats(EngineStats& out) const;
+  // Interface 1.3: the sequence keeps only its first num_tokens tokens' blocks. False (nothing
+  // done) for an older cache, which keeps the tail blocks until the next append reuses them.
+  bool trim(const loom_request_view& view, int32_t num_tokens) const;
 
   // The cache as a scheduler may see it: the same instance, but free refuses (only the host
   // frees blocks; a scheduler proposes preemptions). Valid while this handle lives.
@@ -50,6 +53,7 @@ class CacheHandle {
   const loom_cache_vtable* vtable_;
   loom_cache_vtable scheduler_vtable_;
   bool can_fork_ = false;
+  bool can_trim_ = false;
 };
 
 class SchedulerHandle {

@@ -17,6 +17,7 @@
 #include "loom/scheduler.h"
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_kv_quant.hpp"
+#include "core/engine/speculation.hpp"
 #include "loom/semantic_cache.h"
 
 namespace loom {
@@ -284,13 +285,27 @@ void RuntimeStack::execute(const StepPlan& plan, std::vector<float>& logits) {
   executor_->execute(batch_, logits);
 }
 
-int32_t RuntimeStack::sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
+namespace {
+SamplerSettings settings_of(const SamplingParams& params) {
   SamplerSettings settings;
   settings.temperature = params.temperature;
   settings.top_k = params.top_k;
   settings.top_p = params.top_p;
   settings.min_p = params.min_p;
-  return sampler_.sample(logits, settings, rng);
+  return settings;
+}
+}  // namespace
+
+int32_t RuntimeStack::sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
+  return sampler_.sample(logits, settings_of(params), rng);
+}
+
+void RuntimeStack::distribution(std::span<const float> logits, const SamplingParams& params, std::vector<double>& probs) {
+  sampler_.distribution(logits, settings_of(params), probs);
+}
+
+std::unique_ptr<LoadedPlugin> RuntimeStack::create_speculator(const Config& config) {
+  return loom::create_speculator(*host_, config, tokenizer->vocab_size(), max_model_len);
 }
 
 void RuntimeStack::release(uint64_t request_id) {

@@ -79,6 +79,16 @@ class RuntimeStack {
   // this step (in plan order).
   void execute(const StepPlan& plan, std::vector<float>& logits);
   int32_t sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
+  // The distribution sample() draws from, dense [vocab] (speculative sampling's target).
+  void distribution(std::span<const float> logits, const SamplingParams& params, std::vector<double>& probs);
+  // The [speculator] plugin, created for this model; null without the table.
+  std::unique_ptr<LoadedPlugin> create_speculator(const Config& config);
+  // Rejected drafts' rollback: the sequence keeps its first num_tokens tokens' blocks (a cache
+  // older than interface 1.3 keeps them all; the next append reuses them).
+  void cache_trim(const loom_request_view& view, int32_t num_tokens) { cache_handle_->trim(view, num_tokens); }
+  // The physical KV pool (tests compare its contents).
+  const KvPool& kv_pool() const { return *kv_pool_; }
+  std::span<const int32_t> block_table(uint64_t request_id) const { return cache_handle_->block_table(request_id); }
   void cache_commit(const loom_request_view& view) { cache_handle_->commit(view); }
   // Whether the cache plugin shares a sequence's blocks with a new one (cache interface 1.1).
   bool can_fork() const { return cache_handle_->can_fork(); }

@@ -35,11 +35,7 @@ int32_t Sampler::argmax(std::span<const float> logits) {
   return best < 0 ? 0 : best;
 }
 
-int32_t Sampler::sample(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng) {
-  if (logits.empty()) throw Error("sampler: empty logits row");
-  check_settings(settings);
-  if (settings.temperature == 0.0f) return argmax(logits);
-
+size_t Sampler::filter(std::span<const float> logits, const SamplerSettings& settings) {
   // Softmax of logits / T, in double. NaN logits get probability 0.
   const int32_t n = static_cast<int32_t>(logits.size());
   const double max_logit = logits[static_cast<size_t>(argmax(logits))];
@@ -84,7 +80,14 @@ int32_t Sampler::sample(std::span<const float> logits, const SamplerSettings& se
       kept = i;
     }
   }
+  return kept;
+}
 
+int32_t Sampler::sample(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng) {
+  if (logits.empty()) throw Error("sampler: empty logits row");
+  check_settings(settings);
+  if (settings.temperature == 0.0f) return argmax(logits);
+  const size_t kept = filter(logits, settings);
   double mass = 0.0;
   for (size_t i = 0; i < kept; ++i) mass += cand_[i].p;
   const double r = uniform01(rng) * mass;
@@ -98,6 +101,22 @@ int32_t Sampler::sample(std::span<const float> logits, const SamplerSettings& se
     if (cand_[i].p > 0.0) return cand_[i].id;
   return cand_[0].id;
 }
+
+void Sampler::distribution(std::span<const float> logits, const SamplerSettings& settings, std::vector<double>& probs) {
+  if (logits.empty()) throw Error("sampler: empty logits row");
+  check_settings(settings);
+  probs.assign(logits.size(), 0.0);
+  if (settings.temperature == 0.0f) {
+    probs[static_cast<size_t>(argmax(logits))] = 1.0;
+    return;
+  }
+  const size_t kept = filter(logits, settings);
+  double mass = 0.0;
+  for (size_t i = 0; i < kept; ++i) mass += cand_[i].p;
+  for (size_t i = 0; i < kept; ++i) probs[static_cast<size_t>(cand_[i].id)] = cand_[i].p / mass;
+}
+
+double Sampler::uniform(std::mt19937_64& rng) { return uniform01(rng); }
 
 void Sampler::logprobs(std::span<const float> logits, int32_t token, int32_t top_n, RowLogprobs& out) {
   const int32_t n = static_cast<int32_t>(logits.size());

@@ -48,7 +48,16 @@ class Sampler {
   // The index of the largest logit, lowest on ties; NaNs are never chosen unless all are NaN.
   static int32_t argmax(std::span<const float> logits);
 
+  // The distribution sample() draws from, dense over the row: [vocab] probabilities summing to 1
+  // (one-hot at the argmax for temperature 0). Speculative verification needs it whole.
+  void distribution(std::span<const float> logits, const SamplerSettings& settings, std::vector<double>& probs);
+  // The uniform draw sample() uses: [0, 1) from the top 53 bits of one rng() output.
+  static double uniform(std::mt19937_64& rng);
+
  private:
+  // softmax(logits / T) -> top-k -> top-p -> min-p into cand_; returns how many lead cand_ (all of
+  // them, unsorted, when nothing filters). Settings checked, temperature > 0.
+  size_t filter(std::span<const float> logits, const SamplerSettings& settings);
   struct Candidate {
     double p;
     int32_t id;

@@ -55,8 +55,11 @@ const std::vector<KindInfo>& all_kinds() {
            // before it aligns the struct: sizeof at that minor is where 1.2's member starts.
            {0, LOOM_SIZE_THROUGH(loom_cache_vtable, usage), offsetof(loom_cache_create_args, bytes_per_block_extra)},
            // + fork, take_block_copies (and the usage struct's miss counters)
-           {1, sizeof(loom_cache_vtable), offsetof(loom_cache_create_args, bytes_per_block_extra)},
-           {2, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},  // + bytes_per_block_extra
+           {1, LOOM_SIZE_THROUGH(loom_cache_vtable, take_block_copies),
+            offsetof(loom_cache_create_args, bytes_per_block_extra)},
+           {2, LOOM_SIZE_THROUGH(loom_cache_vtable, take_block_copies),
+            sizeof(loom_cache_create_args)},                                    // + bytes_per_block_extra
+           {3, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},  // + trim
        }},
       {LOOM_KIND_CACHE_OFFLOAD, "cache_offload", LOOM_CACHE_OFFLOAD_IFACE_MAJOR, LOOM_CACHE_OFFLOAD_IFACE_MINOR,
        {
@@ -67,6 +70,10 @@ const std::vector<KindInfo>& all_kinds() {
            {0, LOOM_SIZE_THROUGH(loom_semantic_cache_vtable, store), 0},  // no create args
            // + needs_embedding, stats; the query and answer grow (host-filled, struct_size says)
            {1, sizeof(loom_semantic_cache_vtable), 0},
+       }},
+      {LOOM_KIND_SPECULATOR, "speculator", LOOM_SPECULATOR_IFACE_MAJOR, LOOM_SPECULATOR_IFACE_MINOR,
+       {
+           {0, sizeof(loom_speculator_vtable), sizeof(loom_speculator_create_args)},
        }},
   };
   return kinds;

@@ -22,6 +22,7 @@
 #include "loom/quantization.h"
 #include "loom/scheduler.h"
 #include "loom/semantic_cache.h"
+#include "loom/speculator.h"
 
 namespace loom {
 
@@ -94,6 +95,10 @@ struct VtableKind<loom_cache_offload_vtable> {
 template <>
 struct VtableKind<loom_semantic_cache_vtable> {
   static constexpr loom_plugin_kind kKind = LOOM_KIND_SEMANTIC_CACHE;
+};
+template <>
+struct VtableKind<loom_speculator_vtable> {
+  static constexpr loom_plugin_kind kKind = LOOM_KIND_SPECULATOR;
 };
 
 }  // namespace loom

@@ -165,6 +165,27 @@ void add_semantic_cache_metrics(MetricsWriter& w, const SemanticCacheSnapshot& c
   w.add_histogram("semantic_cache_hit_similarity", "Similarity of semantic cache hits (1 = exact).", c.similarity);
 }
 
+// Speculative decoding, under vLLM's spec_decode_* names; listed only with a [speculator].
+void add_spec_decode_metrics(MetricsWriter& w, const SpecDecodeStats& s) {
+  if (!s.enabled) return;
+  w.add("spec_decode_num_drafts_total", "counter", "Number of spec decoding drafts (a request's drafts verified in one step).",
+        num(s.num_drafts));
+  w.add("spec_decode_num_draft_tokens_total", "counter", "Number of draft tokens.", num(s.num_draft_tokens));
+  w.add("spec_decode_num_accepted_tokens_total", "counter", "Number of accepted tokens.", num(s.num_accepted_tokens));
+  std::vector<std::pair<std::string, double>> per_pos;
+  for (size_t i = 0; i < s.accepted_per_pos.size(); ++i) per_pos.emplace_back(std::to_string(i), num(s.accepted_per_pos[i]));
+  w.add_series("spec_decode_num_accepted_tokens_per_pos_total", "counter", "Accepted tokens per draft position.",
+               "position", per_pos);
+  // Tokens a verification yields: the accepted drafts plus the target's own token.
+  w.add("spec_decode_mean_accepted_length", "gauge", "Mean tokens per verification: 1 + accepted drafts / drafts.",
+        s.num_drafts > 0 ? 1.0 + static_cast<double>(s.num_accepted_tokens) / static_cast<double>(s.num_drafts) : 0.0);
+  w.add("spec_decode_steps_total", "counter", "Steps with a request speculation could run for.", num(s.num_steps));
+  w.add("spec_decode_adaptive_off_steps_total", "counter",
+        "Of those steps, the ones where adaptation chose no drafts at all (speculation off).", num(s.num_steps_adaptive_off));
+  w.add("spec_decode_adaptive_off_ratio", "gauge", "Share of those steps where adaptation turned speculation off.",
+        s.num_steps > 0 ? static_cast<double>(s.num_steps_adaptive_off) / static_cast<double>(s.num_steps) : 0.0);
+}
+
 }  // namespace
 
 std::string render_metrics(const EngineStats& s, const std::string& model_name,
@@ -229,6 +250,7 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name,
                   s.iteration_tokens);
   add_slo_metrics(w, s.slo);
   add_semantic_cache_metrics(w, s.semantic_cache);
+  add_spec_decode_metrics(w, s.spec_decode);
   return w.take();
 }
 

@@ -64,6 +64,7 @@ constexpr std::array kFields = {
     RequestField{"stop_token_ids", true, true, kHonoured, "generation_params -> engine stop check", ""},
     RequestField{"ignore_eos", true, true, kHonoured, "generation_params -> engine stop check", ""},
     RequestField{"skip_special_tokens", true, true, kHonoured, "generation_params -> detokenizer", ""},
+    RequestField{"speculative_decoding", true, true, kHonoured, "generation_params -> engine speculation (opt-out)", ""},
     RequestField{"prompt_logprobs", true, true, kHonoured, "generation_params -> engine prompt scoring", ""},
     RequestField{"cache_salt", true, true, kHonoured, "generation_params -> prefix cache isolation", ""},
     RequestField{"add_generation_prompt", false, true, kHonoured, "chat_prompt", ""},

@@ -9,7 +9,7 @@
 #     glibc never unloads the .so; with it the library goes away once its last instance does.
 #   - -Wl,--no-undefined: a missing symbol fails the link, not the server's start-up.
 # Every target made here is appended to the global property LOOM_PLUGIN_TARGETS.
-set(LOOM_SDK_PLUGIN_KINDS attention quantization scheduler cache cache_offload semantic_cache)
+set(LOOM_SDK_PLUGIN_KINDS attention quantization scheduler cache cache_offload semantic_cache speculator)
 
 function(loom_add_plugin kind name)
   if(NOT kind IN_LIST LOOM_SDK_PLUGIN_KINDS)

@@ -89,7 +89,7 @@ TEST(PluginInspect, NotAPluginIsOneLineAndStatus1) {
 TEST(PluginInspect, UnknownKindForNewListsTheKinds) {
   const ToolRun r = run_tool("new planner x /tmp/never-written");
   EXPECT_NE(r.status, 0);
-  EXPECT_NE(r.output.find("planner not in {attention,quantization,scheduler,cache,cache_offload,semantic_cache}"),
+  EXPECT_NE(r.output.find("planner not in {attention,quantization,scheduler,cache,cache_offload,semantic_cache,speculator}"),
             std::string::npos)
       << r.output;
 }

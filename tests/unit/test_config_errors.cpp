@@ -72,7 +72,7 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
 TEST(ConfigErrors, UnknownTopLevelTableOrKeyListsTheValidTables) {
   const std::string valid =
       "valid tables: model, server, runtime, plugins, logging, slo, attention, quantization, "
-      "scheduler, cache, cache_offload, semantic_cache, embedding";
+      "scheduler, cache, cache_offload, semantic_cache, embedding, speculator";
   EXPECT_EQ(error_of("[sever]\nport = 1\n"),
             "/etc/loom/bad.toml:1:2: sever: unknown table (did you mean \"server\"?); " + valid);
   EXPECT_EQ(error_of("port = 1\n"),
@@ -214,7 +214,7 @@ TEST(ConfigErrors, EveryProblemIsReportedAtOnceInSourceOrder) {
       "'_' or '-', got \"a.b\"\n"
       "/etc/loom/bad.toml:13:2: sever: unknown table (did you mean \"server\"?); valid "
       "tables: model, server, runtime, plugins, logging, slo, attention, quantization, "
-      "scheduler, cache, cache_offload, semantic_cache, embedding");
+      "scheduler, cache, cache_offload, semantic_cache, embedding, speculator");
 }
 
 TEST(ConfigErrors, LoadConfigReportsTheFileItRead) {

@@ -96,6 +96,7 @@ class ModelRunner {
 
   const LlamaHparams& hparams() const { return weights_.hparams; }
   ModelExecutor& executor() { return executor_; }
+  const KvPool& pool() const { return pool_; }
   int32_t vocab() const { return weights_.hparams.vocab_size; }
 
   // Runs one step; returns logits [n_logits, vocab].

@@ -22,7 +22,8 @@ TEST(PluginKind, NamesBothWays) {
   const std::vector<std::pair<loom_plugin_kind, std::string>> expected = {
       {LOOM_KIND_ATTENTION, "attention"},         {LOOM_KIND_QUANTIZATION, "quantization"},
       {LOOM_KIND_SCHEDULER, "scheduler"},         {LOOM_KIND_CACHE, "cache"},
-      {LOOM_KIND_CACHE_OFFLOAD, "cache_offload"}, {LOOM_KIND_SEMANTIC_CACHE, "semantic_cache"}};
+      {LOOM_KIND_CACHE_OFFLOAD, "cache_offload"}, {LOOM_KIND_SEMANTIC_CACHE, "semantic_cache"},
+      {LOOM_KIND_SPECULATOR, "speculator"}};
   ASSERT_EQ(all_kinds().size(), expected.size());
   for (const auto& [kind, name] : expected) {
     EXPECT_EQ(kind_name(kind), name);
@@ -40,7 +41,7 @@ TEST(PluginKind, UnknownNameListsTheValidOnes) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(),
                  "unknown plugin kind 'schedular' (valid: attention, quantization, scheduler, "
-                 "cache, cache_offload, semantic_cache)");
+                 "cache, cache_offload, semantic_cache, speculator)");
   }
 }
 
@@ -48,11 +49,15 @@ TEST(PluginKind, HostSizesAndVersions) {
   const KindInfo& info = kind_info(LOOM_KIND_CACHE);
   EXPECT_EQ(info.iface_major, static_cast<uint32_t>(LOOM_CACHE_IFACE_MAJOR));
   EXPECT_EQ(info.iface_minor, static_cast<uint32_t>(LOOM_CACHE_IFACE_MINOR));
-  // Cache 1.0 ends at usage; 1.1 adds fork/take_block_copies; 1.2 the create args' last member.
+  // Cache 1.0 ends at usage; 1.1 adds fork/take_block_copies; 1.2 the create args' last member;
+  // 1.3 trim.
   EXPECT_EQ(info.version(0).vtable_size, offsetof(loom_cache_vtable, fork));
-  EXPECT_EQ(info.version(1).vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(info.version(1).vtable_size, offsetof(loom_cache_vtable, trim));
   EXPECT_EQ(info.version(1).create_args_size, offsetof(loom_cache_create_args, bytes_per_block_extra));
+  EXPECT_EQ(info.version(2).vtable_size, offsetof(loom_cache_vtable, trim));
   EXPECT_EQ(info.version(2).create_args_size, sizeof(loom_cache_create_args));
+  EXPECT_EQ(info.version(3).vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).version(0).create_args_size, sizeof(loom_speculator_create_args));
   EXPECT_EQ(kind_info(LOOM_KIND_ATTENTION).version(0).vtable_size, offsetof(loom_attention_vtable, forward_rope_k));
   EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).version(1).vtable_size,
             offsetof(loom_quantization_vtable, linear_group));
@@ -85,6 +90,7 @@ TEST(PluginKind, EveryKindHasARowPerMinorThatOnlyGrows) {
   EXPECT_EQ(kind_info(LOOM_KIND_CACHE).versions.back().vtable_size, sizeof(loom_cache_vtable));
   EXPECT_EQ(kind_info(LOOM_KIND_CACHE_OFFLOAD).versions.back().vtable_size, sizeof(loom_cache_offload_vtable));
   EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).versions.back().vtable_size, sizeof(loom_semantic_cache_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).versions.back().vtable_size, sizeof(loom_speculator_vtable));
 }
 
 // The growth rule, the same for every kind: any minor up to the host's loads with its own (smaller)

@@ -246,6 +246,29 @@ TEST(ServerMetricsText, SloSnapshotRendersExactly) {
                 m + "step_time_model_samples_total{model_name=\"m\"} 9\n");
 }
 
+// Speculative decoding: vLLM's spec_decode_* names, only when a [speculator] is configured.
+TEST(ServerMetricsText, SpecDecodeRendersExactlyAndOnlyWhenEnabled) {
+  EngineStats s;
+  EXPECT_EQ(render_metrics(s, "m").find("spec_decode"), std::string::npos);
+  s.spec_decode.enabled = true;
+  s.spec_decode.num_drafts = 4;
+  s.spec_decode.num_draft_tokens = 12;
+  s.spec_decode.num_accepted_tokens = 6;
+  s.spec_decode.accepted_per_pos = {3, 2, 1};
+  s.spec_decode.num_steps = 10;
+  s.spec_decode.num_steps_adaptive_off = 5;
+  const std::string text = render_metrics(s, "m");
+  const std::string l = "{model_name=\"m\"";
+  for (const std::string& line :
+       {"loom:spec_decode_num_drafts_total" + l + "} 4\n", "loom:spec_decode_num_draft_tokens_total" + l + "} 12\n",
+        "loom:spec_decode_num_accepted_tokens_total" + l + "} 6\n",
+        "loom:spec_decode_num_accepted_tokens_per_pos_total" + l + ",position=\"0\"} 3\n",
+        "loom:spec_decode_num_accepted_tokens_per_pos_total" + l + ",position=\"2\"} 1\n",
+        "loom:spec_decode_mean_accepted_length" + l + "} 2.5\n", "loom:spec_decode_steps_total" + l + "} 10\n",
+        "loom:spec_decode_adaptive_off_steps_total" + l + "} 5\n", "loom:spec_decode_adaptive_off_ratio" + l + "} 0.5\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line;
+}
+
 // [server] metrics_prefix = "vllm": the same exposition, every name with vllm: for loom:, so
 // vLLM's dashboards and routers read it unchanged.
 TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {

@@ -46,6 +46,8 @@ SkeletonKind kind_part(loom_plugin_kind kind) {
       return cache_offload_skeleton();
     case LOOM_KIND_SEMANTIC_CACHE:
       return semantic_cache_skeleton();
+    case LOOM_KIND_SPECULATOR:
+      return speculator_skeleton();
   }
   throw Error("no skeleton for plugin kind " + kind_name(kind));
 }

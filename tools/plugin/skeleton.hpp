@@ -22,6 +22,7 @@ SkeletonKind scheduler_skeleton();
 SkeletonKind cache_skeleton();
 SkeletonKind cache_offload_skeleton();
 SkeletonKind semantic_cache_skeleton();
+SkeletonKind speculator_skeleton();
 
 // "my_sched" -> "MySched" + "Scheduler": a C++ identifier for the class.
 std::string skeleton_class_name(loom_plugin_kind kind, const std::string& name);

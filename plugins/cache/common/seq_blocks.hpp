@@ -9,8 +9,9 @@
 // base is its friend): kLabel ("cache paged"), block_size_, pool_ (refcount / take / release /
 // counts), stats_ (block_cache::PrefixStats),
 // available() (free + evictable blocks), make_free(n) (makes n blocks free before they are
-// taken, or nothing where take() evicts by itself) and first_writable(seq) (table index below
-// which blocks hold committed tokens that are never written).
+// taken, or nothing where take() evicts by itself), first_writable(seq) (table index below
+// which blocks hold committed tokens that are never written) and committed_blocks(seq) (how many
+// leading blocks hold registered prefix tokens; trim never goes below them).
 #pragma once
 
 #include <algorithm>
@@ -70,6 +71,22 @@ class SeqBlocks {
       throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": forked request " + std::to_string(req.request_id) +
                                                       " must be allocated before it is appended to");
     make_room(seq, req.request_id, req.num_computed_tokens, room(req, num_new_tokens));
+  }
+
+  // Interface 1.3: the sequence keeps the blocks of its first num_tokens tokens; the tail is
+  // released, last block first (so an evictable tail goes before its head). Never below the
+  // blocks holding committed (registered) tokens: Cache::committed_blocks(seq).
+  void trim(const loom_request_view& req, int32_t num_tokens) {
+    Seq& seq = find(req.request_id);
+    const int32_t keep = blocks_for_tokens(num_tokens);
+    if (seq.forked >= 0 || num_tokens < 0 || keep < Cache::committed_blocks(seq))
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": cannot trim request " + std::to_string(req.request_id) +
+                                                      " to " + std::to_string(num_tokens) +
+                                                      " tokens: below its committed blocks, or a fork not yet allocated");
+    while (static_cast<int32_t>(seq.blocks.size()) > keep) {
+      self().pool_.release(seq.blocks.back());
+      seq.blocks.pop_back();
+    }
   }
 
  protected:

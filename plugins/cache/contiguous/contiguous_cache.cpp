@@ -85,6 +85,19 @@ class ContiguousCache {
     if (need > it->second.tokens) it->second.tokens = static_cast<int32_t>(need);
   }
 
+  // Interface 1.3: the run is reserved for max_total_tokens, so trimming only lowers the count of
+  // tokens held; no block moves.
+  void trim(const loom_request_view& req, int32_t num_tokens) {
+    auto it = seqs_.find(req.request_id);
+    if (it == seqs_.end())
+      throw Error(LOOM_ERR_NOT_FOUND, "cache contiguous: request " + std::to_string(req.request_id) + " holds no blocks");
+    if (num_tokens < 0 || num_tokens > it->second.tokens)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache contiguous: cannot trim request " + std::to_string(req.request_id) +
+                                                 " to " + std::to_string(num_tokens) + " of its " +
+                                                 std::to_string(it->second.tokens) + " tokens");
+    it->second.tokens = num_tokens;
+  }
+
   void free(uint64_t request_id) {
     auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;

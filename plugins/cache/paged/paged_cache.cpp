@@ -186,6 +186,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   int32_t available() const { return pool_.num_available(); }
   void make_free(int32_t) {}
   static size_t first_writable(const Seq&) { return 0; }
+  static int32_t committed_blocks(const Seq& seq) { return static_cast<int32_t>(seq.hashes.size()); }
 
   // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
   block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const std::vector<Hit>& hits) const {

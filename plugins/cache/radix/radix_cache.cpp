@@ -195,6 +195,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
 
   // SeqBlocks' hooks. Tree blocks (a table's first `depth`) hold committed tokens, which are
   // never written, so copy-on-write starts past them.
+  static int32_t committed_blocks(const Seq& seq) { return seq.depth; }
   int32_t available() const { return pool_.num_free() + pool_.num_cached(); }
   // Evicts unlocked tree leaves until `need` blocks are free; the caller has checked that free +
   // evictable covers it.

@@ -3,8 +3,9 @@
  * it wants, allocates them, and passes block ids around. The interface is query-then-commit:
  * match_prefix -> can_allocate -> allocate -> append -> free.
  * Interface 1.1 adds fork/take_block_copies (sequences sharing blocks, copy-on-write) and the
- * prefix-cache miss counters; 1.2 adds the create args' bytes_per_block_extra. Older plugins'
- * shorter vtables and usage structs still load. *
+ * prefix-cache miss counters; 1.2 adds the create args' bytes_per_block_extra; 1.3 adds trim
+ * (speculative decoding's rollback of rejected draft tokens). Older plugins' shorter vtables and
+ * usage structs still load. *
  * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
  * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
  * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
@@ -14,7 +15,7 @@
  * The scheduler plugin calls the cache too, through the loom_cache_handle the host passes into
  * schedule(): on the engine thread, inside that call. Block lists and copy lists a cache returns
  * are its own memory, valid until its next mutating call (allocate, append, commit, free, fork,
- * take_block_copies). */
+ * take_block_copies, trim). */
 #ifndef LOOM_CACHE_H
 #define LOOM_CACHE_H
 
@@ -25,7 +26,7 @@ extern "C" {
 #endif
 
 #define LOOM_CACHE_IFACE_MAJOR 1
-#define LOOM_CACHE_IFACE_MINOR 2
+#define LOOM_CACHE_IFACE_MINOR 3
 
 typedef struct loom_cache_create_args {
   uint32_t struct_size;
@@ -132,6 +133,14 @@ typedef struct loom_cache_vtable {
   /* Hands over the copy-on-write copies queued since the last call (and forgets them). The host
    * performs them, in order, before the next forward pass. */
   loom_status (*take_block_copies)(void* self, loom_block_copy_list* out, loom_error_buf* err);
+
+  /* ---- 1.3 (read only when struct_size covers it; NULL = the host keeps the blocks) ---- */
+  /* Shrinks req's sequence to hold its first num_tokens tokens: the blocks wholly past them are
+   * released (refcount - 1), the table keeps ceil(num_tokens / block_size) blocks. The host calls
+   * it after speculative decoding rejected draft tokens whose K/V was written past num_tokens
+   * (never below what was committed: rejected tokens were never committed, so no block holding
+   * a registered prefix is released). Growing back is an ordinary append. */
+  loom_status (*trim)(void* self, const loom_request_view* req, int32_t num_tokens, loom_error_buf* err);
 } loom_cache_vtable;
 
 #ifdef __cplusplus

@@ -28,7 +28,8 @@ typedef enum loom_plugin_kind {
   LOOM_KIND_SCHEDULER = 3,
   LOOM_KIND_CACHE = 4,
   LOOM_KIND_CACHE_OFFLOAD = 5,
-  LOOM_KIND_SEMANTIC_CACHE = 6
+  LOOM_KIND_SEMANTIC_CACHE = 6,
+  LOOM_KIND_SPECULATOR = 7
 } loom_plugin_kind;
 
 typedef enum loom_status {

@@ -42,6 +42,7 @@
 
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_vtables.hpp"
+#include "loom/sdk_speculator.hpp"
 
 #include <string>
 #include <type_traits>
@@ -238,3 +239,5 @@ struct Plugin {
   LOOM_PLUGIN(loom_cache_offload_vtable, CLASS, NAME, VERSION, DESCRIPTION)
 #define LOOM_SEMANTIC_CACHE_PLUGIN(CLASS, NAME, VERSION, DESCRIPTION) \
   LOOM_PLUGIN(loom_semantic_cache_vtable, CLASS, NAME, VERSION, DESCRIPTION)
+#define LOOM_SPECULATOR_PLUGIN(CLASS, NAME, VERSION, DESCRIPTION) \
+  LOOM_PLUGIN(loom_speculator_vtable, CLASS, NAME, VERSION, DESCRIPTION)

@@ -86,6 +86,9 @@ concept HasCommit = requires(T& t, RequestArg r) { t.commit(r); };
 // Cache interface 1.1: copy-on-write forking. A class has both or neither.
 template <class T>
 concept HasFork = requires(T& t, RequestArg parent, uint64_t child) { t.fork(parent, child); };
+// Cache interface 1.3: trimming a sequence's tail (speculative decoding's rollback).
+template <class T>
+concept HasTrim = requires(T& t, RequestArg r, int32_t n) { t.trim(r, n); };
 // A cache class's after_mutation() runs after every call that changes its state (allocate,
 // append, commit, free, fork): the place for an invariant check.
 template <class T>
@@ -386,6 +389,17 @@ struct VtableFor<loom_cache_vtable, T> {
       }
     });
   }
+#if LOOM_CACHE_IFACE_MINOR >= 3  // a plugin built against an older cache.h has no trim
+  static loom_status trim(void* s, Req req, int32_t n, loom_error_buf* err) noexcept {
+    return mutating(s, err, [&] { return detail::self_as<T>(s).trim(Arg{req}, n); });
+  }
+  static constexpr decltype(loom_cache_vtable::trim) trim_or_null() {
+    if constexpr (detail::HasTrim<T>)
+      return &trim;
+    else
+      return nullptr;
+  }
+#endif
   // Optional members: only referenced (and so only instantiated) when the class has them.
   static constexpr decltype(loom_cache_vtable::match_prefix) match_prefix_or_null() {
     if constexpr (detail::HasMatchPrefix<T>)
@@ -427,7 +441,11 @@ const loom_cache_vtable VtableFor<loom_cache_vtable, T>::kTable = {sizeof(loom_c
                                                                    &block_table,
                                                                    &usage,
                                                                    fork_or_null(),
-                                                                   take_block_copies_or_null()};
+                                                                   take_block_copies_or_null(),
+#if LOOM_CACHE_IFACE_MINOR >= 3
+                                                                   trim_or_null(),
+#endif
+};
 
 template <class T>
 struct VtableFor<loom_cache_offload_vtable, T> {
