@@ -91,6 +91,8 @@ struct SemanticCacheGuards {
   // Only requests whose answer is reproducible: temperature 0, or a fixed seed.
   bool deterministic_only = true;
   bool operator==(const SemanticCacheGuards&) const = default;
+};
+
 // The host's keys of the [speculator] table (core/config/speculator_config.hpp); the rest of the
 // table goes to the speculator plugin.
 struct SpeculationConfig {

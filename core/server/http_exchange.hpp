@@ -50,12 +50,10 @@ class HttpExchange {
   // Keeps `state` alive until the response is complete or the client is gone.
   virtual void hold(std::shared_ptr<void> state) = 0;
 
-  // A header field sent with the response, whichever it is (e.g. CORS); call before it starts.
-  virtual void add_header(std::string name, std::string value) = 0;
-
   // The whole response. Ignored once the client is gone or a response was started.
   virtual void reply(HttpReply reply) = 0;
-  // A header field for the response not started yet (reply or begin_stream); ignored once one has.
+  // A header field for the response not started yet (reply or begin_stream), whichever it is
+  // (e.g. CORS, the semantic cache's verdict); ignored once one has.
   virtual void add_header(std::string name, std::string value) { (void)name, (void)value; }
 
   // A streamed response: headers now, then write() pieces as they come, then end_stream().

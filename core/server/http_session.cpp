@@ -63,9 +63,6 @@ class SessionExchange final : public HttpExchange {
         head_(head) {}
 
   std::shared_ptr<StrandPoster> poster() override { return poster_; }
-  void add_header(std::string name, std::string value) override {
-    extra_headers_.emplace_back(std::move(name), std::move(value));
-  }
   void hold(std::shared_ptr<void> state) override { held_.push_back(std::move(state)); }
 
   void reply(HttpReply reply) override {
