@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/engine/engine_api.hpp"
 #include "core/plugin/loaded_plugin.hpp"
@@ -38,6 +39,18 @@ class CacheHandle {
   std::span<const loom_block_copy> take_block_copies() const;
   // Fills the KV fields of `out` (blocks, prefix-cache counters).
   void read_stats(EngineStats& out) const;
+  // Interface 1.3 (spill and restore of prefix blocks through a tier): whether the cache reports
+  // its evicted blocks and the chain hashes of a request's blocks.
+  bool reports_evictions() const { return reports_evictions_; }
+  // The full prefix blocks evicted since the last call (the cache's memory, valid until its next
+  // mutating call); empty below 1.3.
+  std::span<const loom_evicted_block> take_evicted() const;
+  // The chain hashes of req's usable leading full blocks into `out` (resized); empty below 1.3.
+  void block_hashes(const loom_request_view& req, std::vector<uint64_t>& out) const;
+  // Evicts up to max_blocks cached blocks now, reported through take_evicted; 0 below 1.3.
+  int32_t evict_cached(int32_t max_blocks) const;
+  // Leading tokens the pool already holds for req (match_prefix; 0 when the cache has none).
+  int32_t match_prefix(const loom_request_view& req) const;
 
   // The cache as a scheduler may see it: the same instance, but free refuses (only the host
   // frees blocks; a scheduler proposes preemptions). Valid while this handle lives.
@@ -50,6 +63,7 @@ class CacheHandle {
   const loom_cache_vtable* vtable_;
   loom_cache_vtable scheduler_vtable_;
   bool can_fork_ = false;
+  bool reports_evictions_ = false;
 };
 
 class SchedulerHandle {

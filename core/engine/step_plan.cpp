@@ -4,13 +4,18 @@
 
 namespace loom {
 
-void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps) {
+void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps, PrefixTiers* tiers) {
   size_t kept = 0;
   for (PlannedSeq& s : plan.seqs) {
     RequestState& req = *s.request;
     req.num_computed_tokens += s.num_cached_tokens;
-    const int32_t restored = swaps.restore(req, s.num_new_tokens);
+    int32_t restored = swaps.restore(req, s.num_new_tokens);
     req.num_computed_tokens += restored;
+    if (tiers != nullptr) {
+      const int32_t from_tier = tiers->restore(req, s.num_new_tokens - restored);
+      req.num_computed_tokens += from_tier;
+      restored += from_tier;
+    }
     if (restored > 0 && restored == s.num_new_tokens) {  // the whole chunk came from the tier
       cache.commit(req.view());
       continue;
