@@ -317,7 +317,7 @@ Config parse_config(std::string_view toml_text, const std::string& source_path, 
       if (level == t) {
         TableReader reader(*t, path, problems);
         if (const toml::node* n = reader.node("spill")) {
-          if (auto b = n->value<bool>()) config.cache_offload_spill = *b;
+          if (n->is_boolean()) config.cache_offload_spill = *n->value<bool>();
           else problems.add(pos_of(n->source()), path + ".spill", "must be true or false");
         }
         if (auto v = reader.integer("staging_blocks", 0, 1 << 24)) config.cache_offload_staging_blocks = *v;
