@@ -288,9 +288,9 @@ TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {
     expected.replace(at, 5, "vllm:");
     ++renamed;
   }
-  // 26 metrics x (HELP + TYPE), then samples: 14 plain, 4 + 2 labeled, 6 of the TTFT histogram,
+  // 26 metrics x (HELP + TYPE), then samples: 14 plain, 5 + 2 labeled, 6 of the TTFT histogram,
   // 3 of each of the 9 empty histograms; then the 12 of the SLO block with 12 samples.
-  EXPECT_EQ(renamed, (26u + 12u) * 2 + 14u + 6u + 6u + 9u * 3 + 12u);
+  EXPECT_EQ(renamed, (26u + 12u) * 2 + 14u + 7u + 6u + 9u * 3 + 12u);
   const std::string text = render_metrics(fixed_stats(), "m", "vllm");
   EXPECT_EQ(text, expected);
   EXPECT_EQ(text.find("loom:"), std::string::npos);
