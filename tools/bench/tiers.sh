@@ -6,14 +6,14 @@
 # tokens the model computed (prompt tokens - prefix-cache hits - tokens restored from a tier).
 #
 #   tools/bench/tiers.sh [BUILD_DIR]
-# Env: GROUPS (8), PREFIX_LEN (512), SUFFIX_LEN (64), OUTPUT_LEN (16), PROMPTS (32), THREADS
+# Env: NUM_GROUPS (8), PREFIX_LEN (512), SUFFIX_LEN (64), OUTPUT_LEN (16), PROMPTS (32), THREADS
 # (nproc), PRESET (llama-125m), PORT (18470). Writes BUILD_DIR/bench-results/tiers/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 bin="$build/bin"
 out="$build/bench-results/tiers"
-groups="${GROUPS:-8}"
+groups="${NUM_GROUPS:-8}"
 prefix_len="${PREFIX_LEN:-512}"
 suffix_len="${SUFFIX_LEN:-64}"
 output_len="${OUTPUT_LEN:-16}"
