@@ -92,7 +92,7 @@ import json, sys
 s = json.load(open(sys.argv[1]))["summary"]
 t = s["ttft_ms"]
 prompt, hits, restored = (float(x) for x in sys.argv[3:6])
-print(f"| {sys.argv[2]} | {t['p50']:.0f} | {t['p99']:.0f} | {prompt - hits - restored:.0f} | {hits:.0f} | {restored:.0f} |")
+print(f"| {sys.argv[2]} | {t['median']:.0f} | {t['p99']:.0f} | {prompt - hits - restored:.0f} | {hits:.0f} | {restored:.0f} |")
 PY
   curl -sf "http://127.0.0.1:$port/metrics" | grep -E 'kv_tier_|lower_tier' >"$out/$1.metrics" || true
   stop_server
