@@ -148,7 +148,8 @@ struct EngineStats {
   int32_t kv_tier_staging_in_use = 0;  // staging buffers holding a block in flight or staged
   int32_t kv_tier_fetching = 0;        // requests held back until their fetch from a tier ends
   // Of the prefix-cache misses above, the tokens a tier held and the host restored: moved out of
-  // the reason the cache gave them (evicted, else no_match), so the reasons still sum to misses.
+  // the reason the cache gave them (evicted, no_match or partial_block), so the reasons still sum
+  // to the misses.
   int64_t prefix_cache_miss_lower_tier = 0;
   // Request-level histograms (seconds unless tokens); see core/engine/request_metrics.hpp.
   HistogramSnapshot time_to_first_token;

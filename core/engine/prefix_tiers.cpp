@@ -178,15 +178,17 @@ void PrefixTiers::read_stats(EngineStats& out) const {
   out.kv_tier_decisions = decisions_;
   out.kv_tier_staging_in_use = staging_->slots_in_use();
   out.kv_tier_fetching = static_cast<int32_t>(held_.size());
-  // The restored tokens missed in the pool: the cache gave them to "evicted" (it spilled them),
-  // or to "no_match" when it never saw them (a tier filled before a restart).
+  // The restored tokens missed in the pool, under the reason the cache gave the lookup: evicted
+  // (it spilled them), no_match (a tier filled before a restart) or partial_block (a first chunk
+  // shorter than the prefix); they move to lower_tier, so the reasons still sum to the misses.
   int64_t moved = lower_tier_tokens_;
-  const int64_t from_evicted = std::min(moved, out.prefix_cache_miss_evicted);
-  out.prefix_cache_miss_evicted -= from_evicted;
-  moved -= from_evicted;
-  const int64_t from_no_match = std::min(moved, out.prefix_cache_miss_no_match);
-  out.prefix_cache_miss_no_match -= from_no_match;
-  out.prefix_cache_miss_lower_tier = from_evicted + from_no_match;
+  for (int64_t* reason : {&out.prefix_cache_miss_evicted, &out.prefix_cache_miss_no_match,
+                          &out.prefix_cache_miss_partial_block}) {
+    const int64_t n = std::min(moved, *reason);
+    *reason -= n;
+    moved -= n;
+  }
+  out.prefix_cache_miss_lower_tier = lower_tier_tokens_ - moved;
 }
 
 }  // namespace loom

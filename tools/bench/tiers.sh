@@ -106,8 +106,8 @@ plugin = \"host\"
 capacity = \"4GiB\""
 # One block's bytes, from what the host tier moved; the host tier then holds about half the
 # working set and the disk the rest.
-bytes_in="$(awk '/kv_tier_bytes_in_total/ { print $NF }' "$out/host.metrics")"
-blocks_in="$(awk '/kv_tier_blocks_in_total/ { print $NF }' "$out/host.metrics")"
+bytes_in="$(awk '/^loom:kv_tier_bytes_in_total/ { print $NF }' "$out/host.metrics")"
+blocks_in="$(awk '/^loom:kv_tier_blocks_in_total/ { print $NF }' "$out/host.metrics")"
 bytes_per_block=$(( ${bytes_in%.*} / (${blocks_in%.*} > 0 ? ${blocks_in%.*} : 1) ))
 host_blocks=$(( working_set / 2 / block_size ))
 run host_disk "[cache_offload]
