@@ -98,6 +98,14 @@ int32_t CacheHandle::evict_cached(int32_t max_blocks) const {
   return n;
 }
 
+bool CacheHandle::append(const loom_request_view& req, int32_t num_new_tokens) const {
+  std::string message;
+  const loom_status status = cache_->try_call(&message, &loom_cache_vtable::append, &req, num_new_tokens);
+  if (status == LOOM_OK) return true;
+  if (status == LOOM_ERR_OUT_OF_MEMORY) return false;
+  throw Error("plugin cache '" + name() + "': append: " + message, status);
+}
+
 int32_t CacheHandle::match_prefix(const loom_request_view& req) const {
   if (vtable_->match_prefix == nullptr) return 0;
   int32_t n = 0;

@@ -49,6 +49,9 @@ class CacheHandle {
   void block_hashes(const loom_request_view& req, std::vector<uint64_t>& out) const;
   // Evicts up to max_blocks cached blocks now, reported through take_evicted; 0 below 1.3.
   int32_t evict_cached(int32_t max_blocks) const;
+  // Grows req's table to hold num_computed_tokens + num_new_tokens; false (state unchanged) when
+  // no block is free.
+  bool append(const loom_request_view& req, int32_t num_new_tokens) const;
   // Leading tokens the pool already holds for req (match_prefix; 0 when the cache has none).
   int32_t match_prefix(const loom_request_view& req) const;
 

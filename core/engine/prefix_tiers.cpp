@@ -132,10 +132,20 @@ int32_t PrefixTiers::restore(const RequestState& req, int32_t num_new_tokens) {
     finish(&TierDecisions::recompute_not_needed);
     return 0;
   }
-  // The chunk's last token, when it ends the request's tokens, must run through the model.
-  int32_t max_tokens = num_new_tokens;
-  if (computed + num_new_tokens >= req.num_tokens()) max_tokens = std::min(max_tokens, req.num_tokens() - 1 - computed);
-  const int32_t take = std::max(0, std::min(end_block - at, max_tokens / block_size_));
+  // The request's last token must run through the model (its logits are sampled). Restoring
+  // costs the step no compute, so it is not held to the scheduler's chunk: when the staged
+  // blocks reach past the chunk, the table grows to hold them and the chunk's own tokens, which
+  // are then computed after them; without room, the chunk bounds it.
+  const int32_t wanted = std::max(0, std::min(end_block - at, (req.num_tokens() - 1 - computed) / block_size_));
+  int32_t take = std::max(0, std::min(wanted, num_new_tokens / block_size_));
+  if (wanted * block_size_ > num_new_tokens - (num_new_tokens % block_size_) && wanted > take) {
+    const int32_t room = std::min(wanted * block_size_ + num_new_tokens, req.num_tokens() - computed);
+    loom_request_view view = req.view();
+    if (room > num_new_tokens && cache_->append(view, room)) {
+      take = wanted;
+      spill_evicted();  // growing may have evicted blocks, which the copies below overwrite
+    }
+  }
   const std::span<const int32_t> table = cache_->block_table(req.id);
   for (int32_t b = at; b < at + take; ++b) {
     int32_t& slot = s.slots[static_cast<size_t>(b - s.first_block)];
