@@ -130,6 +130,13 @@ struct Config {
   // (core/server/kv_memory_budget.hpp). In-process users (tests) get the plugin's own default.
   double memory_utilization = 0.9;
   std::optional<PluginTable> cache_offload;   // absent table = kind off
+  // [cache_offload] core keys: spill = false keeps the tier for preemption swaps only (evicted
+  // prefix blocks are dropped); staging_blocks caps the host buffers of copies in flight (0:
+  // the pool's block count); [cache_offload.next] (and its .next ...) are the tiers below, in
+  // order: pool -> cache_offload -> next -> ...
+  bool cache_offload_spill = true;
+  int64_t cache_offload_staging_blocks = 0;
+  std::vector<PluginTable> cache_offload_next;
   std::optional<PluginTable> semantic_cache;  // absent table = kind off
   SemanticCacheGuards semantic_guards;        // [semantic_cache] opt_in, deterministic_only
   EmbeddingConfig embedding;

@@ -78,6 +78,10 @@ void check_config(const Config& config) {
     problems.add(SourcePos{}, "cache.memory_utilization", *problem);
   }
   if (config.cache_offload) check_plugin(problems, "cache_offload", *config.cache_offload);
+  std::string next_kind = "cache_offload";
+  for (const PluginTable& next : config.cache_offload_next) check_plugin(problems, next_kind += ".next", next);
+  if (!config.cache_offload && !config.cache_offload_next.empty())
+    problems.add(SourcePos{}, "cache_offload.next", "a tier below needs a [cache_offload] tier above it");
   if (config.semantic_cache) check_plugin(problems, "semantic_cache", *config.semantic_cache);
   if (config.speculator) check_plugin(problems, "speculator", *config.speculator);
   config_detail::check_speculation(problems, config.speculation);

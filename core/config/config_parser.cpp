@@ -316,18 +316,39 @@ Config parse_config(std::string_view toml_text, const std::string& source_path, 
       *slot = merge_plugin_tables(*slot, read_plugin_table(*t, kind, base_dir, problems));
     }
   }
-  const std::array<std::pair<const char*, std::optional<PluginTable>*>, 2> optional = {{
-      {"cache_offload", &config.cache_offload},
-      {"semantic_cache", &config.semantic_cache},
-  }};
-  for (const auto& [kind, slot] : optional) {
-    const toml::table* t = table_of(kind);
-    if (t == nullptr) continue;
-    const bool semantic = slot == &config.semantic_cache;
-    PluginTable table = semantic ? read_plugin_table(*t, kind, base_dir, problems, {"opt_in", "deterministic_only"})
-                                 : read_plugin_table(*t, kind, base_dir, problems);
-    if (semantic) config_detail::read_semantic_guards(*t, problems, config.semantic_guards);
-    *slot = *slot ? merge_plugin_tables(**slot, table) : table;
+  if (const toml::table* t = table_of("cache_offload")) {
+    PluginTable table = read_plugin_table(*t, "cache_offload", base_dir, problems, {"spill", "staging_blocks", "next"});
+    config.cache_offload = config.cache_offload ? merge_plugin_tables(*config.cache_offload, table) : table;
+    // The chain below: [cache_offload.next], [cache_offload.next.next], ... (replaced whole).
+    const toml::table* level = t;
+    std::string path = "cache_offload";
+    std::vector<PluginTable> next;
+    for (;;) {
+      if (level == t) {
+        TableReader reader(*t, path, problems);
+        if (const toml::node* n = reader.node("spill")) {
+          if (n->is_boolean()) config.cache_offload_spill = *n->value<bool>();
+          else problems.add(pos_of(n->source()), path + ".spill", "must be true or false");
+        }
+        if (auto v = reader.integer("staging_blocks", 0, 1 << 24)) config.cache_offload_staging_blocks = *v;
+      }
+      const toml::node* n = level->get("next");
+      if (n == nullptr) break;
+      path += ".next";
+      const toml::table* sub = n->as_table();
+      if (sub == nullptr) {
+        problems.add(pos_of(n->source()), path, "must be a table naming the tier below: plugin = \"disk\", ...");
+        break;
+      }
+      next.push_back(read_plugin_table(*sub, path, base_dir, problems, {"next"}));
+      level = sub;
+    }
+    if (!next.empty()) config.cache_offload_next = std::move(next);
+  }
+  if (const toml::table* t = table_of("semantic_cache")) {
+    PluginTable table = read_plugin_table(*t, "semantic_cache", base_dir, problems, {"opt_in", "deterministic_only"});
+    config_detail::read_semantic_guards(*t, problems, config.semantic_guards);
+    config.semantic_cache = config.semantic_cache ? merge_plugin_tables(*config.semantic_cache, table) : table;
   }
   if (const toml::table* t = table_of("speculator")) {
     PluginTable table = read_plugin_table(*t, "speculator", base_dir, problems, {"num_speculative_tokens", "adaptive"});

@@ -84,7 +84,13 @@ std::string to_toml(const Config& c) {
   // The fraction sizes the pool only when no fixed size is set (the parser refuses both).
   if (!has_plugin_key(c.cache, "kv_memory") && !has_plugin_key(c.cache, "num_blocks"))
     line(out, "memory_utilization", toml_inline_value(nlohmann::json(c.memory_utilization)));
-  if (c.cache_offload) plugin_section(out, "cache_offload", *c.cache_offload);
+  if (c.cache_offload) {
+    plugin_section(out, "cache_offload", *c.cache_offload);
+    line(out, "spill", c.cache_offload_spill ? "true" : "false");
+    line(out, "staging_blocks", std::to_string(c.cache_offload_staging_blocks));
+    std::string kind = "cache_offload";
+    for (const PluginTable& next : c.cache_offload_next) plugin_section(out, kind += ".next", next);
+  }
   if (c.semantic_cache) {
     plugin_section(out, "semantic_cache", *c.semantic_cache);
     out += config_detail::semantic_guards_toml(c.semantic_guards);

@@ -112,6 +112,28 @@ struct SpecDecodeStats {
   int64_t num_steps_adaptive_off = 0;  // of them, steps where adaptation chose no drafts at all
 };
 
+// One cache_offload tier's part in prefix spill and restore (core/engine/offload_tier.hpp).
+struct TierStats {
+  std::string name;
+  int64_t hits = 0, misses = 0;           // restore lookups of one block that found / missed it
+  int64_t blocks_in = 0, blocks_out = 0;  // blocks written into the tier / read back out
+  int64_t bytes_in = 0, bytes_out = 0;
+  int64_t capacity_bytes = 0, used_bytes = 0, entries = 0;
+  HistogramSnapshot save_seconds;         // one block's copy into the tier
+  HistogramSnapshot load_seconds;         // one block's copy out of it
+};
+
+// Restore-vs-recompute decisions for pool misses a tier held, in blocks (prefix_tiers.hpp).
+struct TierDecisions {
+  int64_t restored = 0;               // copied back instead of computed
+  int64_t recompute_no_staging = 0;   // fetches cut short: the staging buffers were all in use
+  int64_t recompute_prefix_lost = 0;  // the pool lost the blocks before them while fetching
+  int64_t recompute_load_failed = 0;  // the tier failed to read it back
+  int64_t recompute_not_needed = 0;   // fetched, but the pool or the chunk had them already
+  int64_t spill_dropped = 0;          // evicted blocks not spilled: no staging buffer free
+  int64_t spilled = 0;                // evicted blocks staged for the tiers
+};
+
 struct EngineStats {
   int32_t num_waiting = 0;
   int32_t num_running = 0;
@@ -136,6 +158,15 @@ struct EngineStats {
   int64_t prefix_cache_miss_salt_mismatch = 0;
   int64_t kv_swapped_out_blocks = 0;   // blocks saved to the cache_offload tier on preemption
   int64_t kv_swapped_in_blocks = 0;    // blocks restored from it instead of recomputed
+  // Prefix spill and restore through the cache_offload tiers, pool -> first tier -> next ...
+  std::vector<TierStats> kv_tiers;
+  TierDecisions kv_tier_decisions;
+  int32_t kv_tier_staging_in_use = 0;  // staging buffers holding a block in flight or staged
+  int32_t kv_tier_fetching = 0;        // requests held back until their fetch from a tier ends
+  // Of the prefix-cache misses above, the tokens a tier held and the host restored: moved out of
+  // the reason the cache gave them (evicted, no_match or partial_block), so the reasons still sum
+  // to the misses.
+  int64_t prefix_cache_miss_lower_tier = 0;
   // Request-level histograms (seconds unless tokens); see core/engine/request_metrics.hpp.
   HistogramSnapshot time_to_first_token;
   HistogramSnapshot inter_token_latency;

@@ -27,6 +27,8 @@ CacheHandle::CacheHandle(const LoadedPlugin& cache)
   // Reading fork/take_block_copies past a 1.0 plugin's shorter vtable would be out of bounds.
   const loom_cache_vtable& vt = *vtable_;
   can_fork_ = sdk::present(vt, &loom_cache_vtable::fork) && sdk::present(vt, &loom_cache_vtable::take_block_copies);
+  reports_evictions_ = sdk::present(vt, &loom_cache_vtable::take_evicted) &&
+                       sdk::present(vt, &loom_cache_vtable::block_hashes);
   // A copy of only what the plugin's vtable holds (its struct_size stays), with free refused.
   std::memcpy(&scheduler_vtable_, &vt, std::min<size_t>(vt.struct_size, sizeof(scheduler_vtable_)));
   scheduler_vtable_.free = &refuse_free;
@@ -79,6 +81,45 @@ std::span<const loom_block_copy> CacheHandle::take_block_copies() const {
   loom_block_copy_list copies{};
   cache_->call("take_block_copies", &loom_cache_vtable::take_block_copies, &copies);
   return {copies.items, static_cast<size_t>(copies.count)};
+}
+
+std::span<const loom_evicted_block> CacheHandle::take_evicted() const {
+  if (!reports_evictions_) return {};
+  loom_evicted_block_list list{};
+  cache_->call("take_evicted", &loom_cache_vtable::take_evicted, &list);
+  return {list.items, static_cast<size_t>(std::max(list.count, 0))};
+}
+
+void CacheHandle::block_hashes(const loom_request_view& req, std::vector<uint64_t>& out) const {
+  out.clear();
+  if (!reports_evictions_ || req.num_tokens <= 1) return;
+  out.resize(static_cast<size_t>(req.num_tokens));  // more than any block size can fill
+  int32_t count = 0;
+  cache_->call("block_hashes", &loom_cache_vtable::block_hashes, &req, out.data(),
+               static_cast<int32_t>(out.size()), &count);
+  out.resize(static_cast<size_t>(std::clamp(count, 0, req.num_tokens)));
+}
+
+int32_t CacheHandle::evict_cached(int32_t max_blocks) const {
+  if (!reports_evictions_ || !sdk::present(*vtable_, &loom_cache_vtable::evict_cached)) return 0;
+  int32_t n = 0;
+  cache_->call("evict_cached", &loom_cache_vtable::evict_cached, max_blocks, &n);
+  return n;
+}
+
+bool CacheHandle::append(const loom_request_view& req, int32_t num_new_tokens) const {
+  std::string message;
+  const loom_status status = cache_->try_call(&message, &loom_cache_vtable::append, &req, num_new_tokens);
+  if (status == LOOM_OK) return true;
+  if (status == LOOM_ERR_OUT_OF_MEMORY) return false;
+  throw Error("plugin cache '" + name() + "': append: " + message, status);
+}
+
+int32_t CacheHandle::match_prefix(const loom_request_view& req) const {
+  if (vtable_->match_prefix == nullptr) return 0;
+  int32_t n = 0;
+  cache_->call("match_prefix", &loom_cache_vtable::match_prefix, &req, &n);
+  return n;
 }
 
 void CacheHandle::read_stats(EngineStats& out) const {

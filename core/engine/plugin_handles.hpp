@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "core/engine/engine_api.hpp"
 #include "core/plugin/loaded_plugin.hpp"
@@ -41,6 +42,21 @@ class CacheHandle {
   // Interface 1.3: the sequence keeps only its first num_tokens tokens' blocks. False (nothing
   // done) for an older cache, which keeps the tail blocks until the next append reuses them.
   bool trim(const loom_request_view& view, int32_t num_tokens) const;
+  // Interface 1.4 (spill and restore of prefix blocks through a tier): whether the cache reports
+  // its evicted blocks and the chain hashes of a request's blocks.
+  bool reports_evictions() const { return reports_evictions_; }
+  // The full prefix blocks evicted since the last call (the cache's memory, valid until its next
+  // mutating call); empty below 1.4.
+  std::span<const loom_evicted_block> take_evicted() const;
+  // The chain hashes of req's usable leading full blocks into `out` (resized); empty below 1.4.
+  void block_hashes(const loom_request_view& req, std::vector<uint64_t>& out) const;
+  // Evicts up to max_blocks cached blocks now, reported through take_evicted; 0 below 1.4.
+  int32_t evict_cached(int32_t max_blocks) const;
+  // Grows req's table to hold num_computed_tokens + num_new_tokens; false (state unchanged) when
+  // no block is free.
+  bool append(const loom_request_view& req, int32_t num_new_tokens) const;
+  // Leading tokens the pool already holds for req (match_prefix; 0 when the cache has none).
+  int32_t match_prefix(const loom_request_view& req) const;
 
   // The cache as a scheduler may see it: the same instance, but free refuses (only the host
   // frees blocks; a scheduler proposes preemptions). Valid while this handle lives.
@@ -54,6 +70,7 @@ class CacheHandle {
   loom_cache_vtable scheduler_vtable_;
   bool can_fork_ = false;
   bool can_trim_ = false;
+  bool reports_evictions_ = false;
 };
 
 class SchedulerHandle {

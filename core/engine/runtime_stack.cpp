@@ -5,10 +5,12 @@
 #include <cmath>
 #include <iterator>
 #include <string_view>
+#include <thread>
 
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
 #include "core/engine/kv_block_copy.hpp"
+#include "core/engine/model_fingerprint.hpp"
 #include "core/engine/quantization_choice.hpp"
 #include "loom/attention.h"
 #include "loom/cache.h"
@@ -151,11 +153,25 @@ RuntimeStack::RuntimeStack(const Config& config)
   scheduler_ = host_->create(spec_of(LOOM_KIND_SCHEDULER, config.scheduler), &sched_args);
   scheduler_handle_ = std::make_unique<SchedulerHandle>(*scheduler_);
 
+  // Tiers copy through the staging buffers as well as the pool (prefix spill and restore).
+  const int64_t staging_blocks =
+      config.cache_offload_staging_blocks > 0 ? config.cache_offload_staging_blocks : layout.num_blocks;
+  kv_staging_ = std::make_unique<KvStaging>(*kv_pool_, static_cast<int32_t>(staging_blocks));
   loom_cache_offload_create_args offload_args{};
   offload_args.struct_size = sizeof(offload_args);
-  offload_args.copy = make_kv_copy_ops(*kv_pool_);
+  offload_args.copy = kv_staging_->copy_ops();
   if (config.cache_offload) {
+    const KvLayoutDesc kv_layout{kv_dtype, hparams.n_layers, hparams.n_kv_heads, hparams.head_dim, layout.block_size};
+    model_fingerprint_ = model_fingerprint(model_file_hash(config.model.path), kv_layout);
+    offload_args.model_fingerprint = model_fingerprint_.c_str();
+    offload_args.kv_dtype = kv_dtype;
+    offload_args.n_layers = hparams.n_layers;
+    offload_args.n_kv_heads = hparams.n_kv_heads;
+    offload_args.head_dim = hparams.head_dim;
+    offload_args.block_size = layout.block_size;
     cache_offload_ = host_->create(spec_of(LOOM_KIND_CACHE_OFFLOAD, *config.cache_offload), &offload_args);
+    for (const PluginTable& next : config.cache_offload_next)
+      lower_tiers_.push_back(host_->create(spec_of(LOOM_KIND_CACHE_OFFLOAD, next), &offload_args));
     if (!scheduler_handle_->proposes_preemptions()) {
       LOOM_LOG_WARN("scheduler '{}' speaks interface 1.0: it frees preempted requests' blocks itself, so they are "
                     "recomputed, never swapped to cache_offload '{}'",
@@ -164,6 +180,17 @@ RuntimeStack::RuntimeStack(const Config& config)
   }
   swaps_ = std::make_unique<SwapCoordinator>(*cache_handle_, cache_offload_.get(), offload_args.copy.bytes_per_block,
                                              layout.block_size);
+  if (cache_offload_ && config.cache_offload_spill) {
+    if (cache_handle_->reports_evictions()) {
+      std::vector<const LoadedPlugin*> chain{cache_offload_.get()};
+      for (const auto& t : lower_tiers_) chain.push_back(t.get());
+      prefix_tiers_ = std::make_unique<PrefixTiers>(*cache_handle_, *kv_staging_, std::move(chain), layout.block_size);
+    } else {
+      LOOM_LOG_WARN("cache '{}' does not report evicted blocks (cache interface 1.4): cache_offload '{}' holds "
+                    "preemption swaps only, no spilled prefixes",
+                    cache_->name(), cache_offload_->name());
+    }
+  }
   step_scheduler_ = std::make_unique<StepScheduler>(*scheduler_handle_, *cache_handle_, *swaps_);
   if (config.semantic_cache) {
     semantic_cache_ = host_->create(spec_of(LOOM_KIND_SEMANTIC_CACHE, *config.semantic_cache), nullptr);
@@ -267,17 +294,32 @@ void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
   for (int32_t b = 0; b < touched; ++b) kv_pool_->copy_block(wipe, b);
 }
 
-void RuntimeStack::scheduler_add(const loom_request_view& view) { scheduler_handle_->add(view); }
+// A request whose next prefix blocks a tier holds waits for their fetch before the scheduler
+// sees it (prefix_tiers.hpp); schedule() hands it over once they are staged.
+void RuntimeStack::scheduler_add(const loom_request_view& view) {
+  if (prefix_tiers_ && prefix_tiers_->hold(view)) return;
+  scheduler_handle_->add(view);
+}
 
 StepPlan& RuntimeStack::schedule(const RequestLookup& lookup, int64_t now_us) {
+  if (prefix_tiers_) {
+    for (uint64_t id : prefix_tiers_->release_held())
+      if (const RequestState* req = lookup(id)) scheduler_handle_->add(req->view());
+  }
   step_scheduler_->schedule(lookup, now_us, plan_);
+  // Nothing to run while a fetch is in flight: a short nap instead of a spinning engine loop.
+  if (plan_.seqs.empty() && prefix_tiers_ && prefix_tiers_->fetching())
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
   return plan_;
 }
 
 void RuntimeStack::prepare(StepPlan& plan) {
+  // Evicted prefix blocks leave for the tiers first: a copy-on-write copy or this step's forward
+  // pass may write into them.
+  if (prefix_tiers_) prefix_tiers_->spill_evicted();
   // Copy-on-write copies land before anything writes K/V.
   for (const loom_block_copy& c : cache_handle_->take_block_copies()) kv_pool_->copy_block(c.src, c.dst);
-  prepare_batch(plan, *cache_handle_, *swaps_);
+  prepare_batch(plan, *cache_handle_, *swaps_, prefix_tiers_.get());
 }
 
 void RuntimeStack::execute(const StepPlan& plan, std::vector<float>& logits) {
@@ -309,6 +351,7 @@ std::unique_ptr<LoadedPlugin> RuntimeStack::create_speculator(const Config& conf
 }
 
 void RuntimeStack::release(uint64_t request_id) {
+  if (prefix_tiers_) prefix_tiers_->release(request_id);
   swaps_->release(request_id);
   scheduler_handle_->remove(request_id);
 }
@@ -317,6 +360,7 @@ void RuntimeStack::read_stats(EngineStats& out) const {
   scheduler_handle_->read_stats(out);
   cache_handle_->read_stats(out);
   swaps_->read_stats(out);
+  if (prefix_tiers_) prefix_tiers_->read_stats(out);
 }
 
 }  // namespace loom

@@ -14,7 +14,9 @@
 
 #include "core/common/thread_pool.hpp"
 #include "core/config/config.hpp"
+#include "core/engine/kv_staging.hpp"
 #include "core/engine/plugin_handles.hpp"
+#include "core/engine/prefix_tiers.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/step_plan.hpp"
 #include "core/engine/step_scheduler.hpp"
@@ -95,6 +97,10 @@ class RuntimeStack {
   // Makes child_id hold the parent's computed tokens' blocks. False (state unchanged) when the
   // pool has no room for it; throws on any other refusal. Only when can_fork().
   bool fork(const loom_request_view& parent, uint64_t child_id) { return cache_handle_->fork(parent, child_id); }
+  // Tests: waits until the tiers' copy worker has run every queued copy.
+  void wait_for_tiers() {
+    if (prefix_tiers_) prefix_tiers_->wait_idle();
+  }
   // Frees a finished/aborted request's blocks (and tier entries) and removes it from the scheduler.
   void release(uint64_t request_id);
   // Fills the plugin-side fields of the engine's stats: queues, KV blocks, prefix cache, swaps.
@@ -118,8 +124,12 @@ class RuntimeStack {
   std::unique_ptr<ModelExecutor> executor_;
   std::unique_ptr<LoadedPlugin> scheduler_;
   std::unique_ptr<SchedulerHandle> scheduler_handle_;  // over scheduler_
+  std::unique_ptr<KvStaging> kv_staging_;          // over kv_pool_: the tiers' copy ops
+  std::string model_fingerprint_;                  // what the tiers' create args point at
   std::unique_ptr<LoadedPlugin> cache_offload_;
+  std::vector<std::unique_ptr<LoadedPlugin>> lower_tiers_;  // [cache_offload.next] ..., in order
   std::unique_ptr<SwapCoordinator> swaps_;         // over cache_handle_ and cache_offload_
+  std::unique_ptr<PrefixTiers> prefix_tiers_;      // spill/restore over the cache and every tier
   std::unique_ptr<StepScheduler> step_scheduler_;  // over the three handles above
   std::unique_ptr<LoadedPlugin> semantic_cache_;
   std::unique_ptr<BatchBuilder> batch_builder_;

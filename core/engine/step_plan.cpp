@@ -1,16 +1,27 @@
 #include "core/engine/step_plan.hpp"
 
+#include <algorithm>
 #include <span>
 
 namespace loom {
 
-void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps) {
+void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps, PrefixTiers* tiers) {
   size_t kept = 0;
   for (PlannedSeq& s : plan.seqs) {
     RequestState& req = *s.request;
     req.num_computed_tokens += s.num_cached_tokens;
-    const int32_t restored = swaps.restore(req, s.num_new_tokens);
+    int32_t restored = swaps.restore(req, s.num_new_tokens);
     req.num_computed_tokens += restored;
+    if (tiers != nullptr) {
+      // It may restore past the chunk (the table grown to hold it): the chunk's tokens then
+      // come after the restored ones, short of the request's last token at most.
+      const int32_t from_tier = tiers->restore(req, s.num_new_tokens - restored);
+      req.num_computed_tokens += from_tier;
+      if (from_tier > s.num_new_tokens - restored)
+        s.num_new_tokens = restored + from_tier +
+                           std::min(s.num_new_tokens - restored, req.num_tokens() - req.num_computed_tokens);
+      restored += from_tier;
+    }
     if (restored > 0 && restored == s.num_new_tokens) {  // the whole chunk came from the tier
       cache.commit(req.view());
       continue;

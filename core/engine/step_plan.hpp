@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/engine/plugin_handles.hpp"
+#include "core/engine/prefix_tiers.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/swap_coordinator.hpp"
 #include "core/executor/batch_builder.hpp"
@@ -53,6 +54,7 @@ struct StepPlan {
 // Readies a scheduled plan for the forward pass: each sequence's cached prefix counts as
 // computed, what the tier kept of its chunk is restored (a chunk restored whole is committed and
 // leaves the plan), and batch[i] is bound to seqs[i] over the cache's live block table.
-void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps);
+// tiers (may be null) restores staged prefix blocks past the cache's hit, after any swap-in.
+void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps, PrefixTiers* tiers = nullptr);
 
 }  // namespace loom

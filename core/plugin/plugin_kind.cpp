@@ -59,11 +59,16 @@ const std::vector<KindInfo>& all_kinds() {
             offsetof(loom_cache_create_args, bytes_per_block_extra)},
            {2, LOOM_SIZE_THROUGH(loom_cache_vtable, take_block_copies),
             sizeof(loom_cache_create_args)},                                    // + bytes_per_block_extra
-           {3, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},  // + trim
+           {3, LOOM_SIZE_THROUGH(loom_cache_vtable, trim), sizeof(loom_cache_create_args)},  // + trim
+           // + take_evicted, block_hashes, evict_cached (prefix spill and restore through the tiers)
+           {4, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},
        }},
       {LOOM_KIND_CACHE_OFFLOAD, "cache_offload", LOOM_CACHE_OFFLOAD_IFACE_MAJOR, LOOM_CACHE_OFFLOAD_IFACE_MINOR,
        {
-           {0, sizeof(loom_cache_offload_vtable), sizeof(loom_cache_offload_create_args)},
+           {0, LOOM_SIZE_THROUGH(loom_cache_offload_vtable, usage),
+            LOOM_SIZE_THROUGH(loom_cache_offload_create_args, copy)},
+           // + save_entry; the create args + model_fingerprint and the KV layout
+           {1, sizeof(loom_cache_offload_vtable), sizeof(loom_cache_offload_create_args)},
        }},
       {LOOM_KIND_SEMANTIC_CACHE, "semantic_cache", LOOM_SEMANTIC_CACHE_IFACE_MAJOR, LOOM_SEMANTIC_CACHE_IFACE_MINOR,
        {

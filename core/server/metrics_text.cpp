@@ -87,6 +87,22 @@ class MetricsWriter {
     sample(name + "_count", "", static_cast<double>(h.count));
     sample(name + "_sum", "", h.sum);
   }
+  // One histogram with a series of buckets per label value.
+  void add_histograms(const char* base_name, const char* help, const char* label,
+                      const std::vector<std::pair<std::string, const HistogramSnapshot*>>& series) {
+    const std::string name = prefix_ + base_name;
+    header(name, "histogram", help);
+    for (const auto& [label_value, h] : series) {
+      const std::string l = std::string(label) + "=\"" + escape_label(label_value) + "\"";
+      for (size_t i = 0; i < h->upper_bounds.size(); ++i) {
+        const uint64_t c = i < h->cumulative.size() ? h->cumulative[i] : 0;
+        sample(name + "_bucket", l + ",le=\"" + number(h->upper_bounds[i]) + "\"", static_cast<double>(c));
+      }
+      sample(name + "_bucket", l + ",le=\"+Inf\"", static_cast<double>(h->count));
+      sample(name + "_count", l, static_cast<double>(h->count));
+      sample(name + "_sum", l, h->sum);
+    }
+  }
   std::string take() { return std::move(out_); }
 
  private:
@@ -186,6 +202,56 @@ void add_spec_decode_metrics(MetricsWriter& w, const SpecDecodeStats& s) {
         s.num_steps > 0 ? static_cast<double>(s.num_steps_adaptive_off) / static_cast<double>(s.num_steps) : 0.0);
 }
 
+// The cache_offload tiers' part in prefix spill and restore: per tier (label tier = plugin
+// name, ".2", ".3" for a repeated name), and the host's restore-vs-recompute decisions.
+void add_tier_metrics(MetricsWriter& w, const EngineStats& s) {
+  if (s.kv_tiers.empty()) return;
+  using Series = std::vector<std::pair<std::string, double>>;
+  std::vector<std::string> labels;
+  for (const TierStats& t : s.kv_tiers) {
+    std::string l = t.name;
+    for (int n = 2; std::find(labels.begin(), labels.end(), l) != labels.end(); ++n) l = t.name + "." + std::to_string(n);
+    labels.push_back(l);
+  }
+  auto per_tier = [&](int64_t TierStats::*field) {
+    Series out;
+    for (size_t i = 0; i < labels.size(); ++i) out.emplace_back(labels[i], num(s.kv_tiers[i].*field));
+    return out;
+  };
+  w.add_series("kv_tier_hits_total", "counter", "Prefix blocks a restore found in this tier.", "tier",
+               per_tier(&TierStats::hits));
+  w.add_series("kv_tier_misses_total", "counter", "Prefix blocks a restore looked for in this tier and did not find.",
+               "tier", per_tier(&TierStats::misses));
+  w.add_series("kv_tier_blocks_in_total", "counter", "KV blocks written into this tier (spills, promotions).", "tier",
+               per_tier(&TierStats::blocks_in));
+  w.add_series("kv_tier_blocks_out_total", "counter", "KV blocks read back out of this tier (restores).", "tier",
+               per_tier(&TierStats::blocks_out));
+  w.add_series("kv_tier_bytes_in_total", "counter", "Bytes of KV blocks written into this tier.", "tier",
+               per_tier(&TierStats::bytes_in));
+  w.add_series("kv_tier_bytes_out_total", "counter", "Bytes of KV blocks read out of this tier.", "tier",
+               per_tier(&TierStats::bytes_out));
+  w.add_series("kv_tier_used_bytes", "gauge", "Bytes this tier holds.", "tier", per_tier(&TierStats::used_bytes));
+  w.add_series("kv_tier_capacity_bytes", "gauge", "Bytes this tier may hold.", "tier", per_tier(&TierStats::capacity_bytes));
+  w.add_series("kv_tier_entries", "gauge", "KV blocks this tier holds.", "tier", per_tier(&TierStats::entries));
+  std::vector<std::pair<std::string, const HistogramSnapshot*>> saves, loads;
+  for (size_t i = 0; i < labels.size(); ++i) {
+    saves.emplace_back(labels[i], &s.kv_tiers[i].save_seconds);
+    loads.emplace_back(labels[i], &s.kv_tiers[i].load_seconds);
+  }
+  w.add_histograms("kv_tier_save_seconds", "Time to copy one KV block into the tier.", "tier", saves);
+  w.add_histograms("kv_tier_load_seconds", "Time to copy one KV block out of the tier.", "tier", loads);
+  const TierDecisions& d = s.kv_tier_decisions;
+  w.add_labeled("kv_tier_restore_decisions_total", "counter",
+                "Pool misses a tier held, in blocks: restored, or recomputed and why.", "decision",
+                {{"restore", num(d.restored)},
+                 {"recompute_no_staging", num(d.recompute_no_staging)},
+                 {"recompute_prefix_lost", num(d.recompute_prefix_lost)},
+                 {"recompute_load_failed", num(d.recompute_load_failed)},
+                 {"unused", num(d.recompute_not_needed)}});
+  w.add_labeled("kv_tier_spills_total", "counter", "Evicted prefix blocks: staged for the tiers, or dropped.", "outcome",
+                {{"spilled", num(d.spilled)}, {"dropped_no_staging", num(d.spill_dropped)}});
+}
+
 }  // namespace
 
 std::string render_metrics(const EngineStats& s, const std::string& model_name,
@@ -215,7 +281,8 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name,
                 {{"no_match", num(s.prefix_cache_miss_no_match)},
                  {"partial_block", num(s.prefix_cache_miss_partial_block)},
                  {"evicted", num(s.prefix_cache_miss_evicted)},
-                 {"salt_mismatch", num(s.prefix_cache_miss_salt_mismatch)}});
+                 {"salt_mismatch", num(s.prefix_cache_miss_salt_mismatch)},
+                 {"lower_tier", num(s.prefix_cache_miss_lower_tier)}});
   w.add("kv_swapped_out_blocks_total", "counter",
         "KV-cache blocks saved to the offload tier when their request was preempted.",
         num(s.kv_swapped_out_blocks));
@@ -248,6 +315,7 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name,
                   s.request_generation_tokens);
   w.add_histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.",
                   s.iteration_tokens);
+  add_tier_metrics(w, s);
   add_slo_metrics(w, s.slo);
   add_semantic_cache_metrics(w, s.semantic_cache);
   add_spec_decode_metrics(w, s.spec_decode);

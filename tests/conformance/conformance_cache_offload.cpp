@@ -2,71 +2,64 @@
 // through the same copy ops the engine hands it. A tier must give back exactly the bytes it was
 // given, answer NOT_FOUND for what it does not hold, account its use, replace an entry saved
 // again under the same key, evict least recently used first when `capacity` is full (a load is
-// a use), leave no entry behind a failed copy, and refuse a bad config naming the key.
+// a use), leave no entry behind a failed copy, and refuse a bad config naming the key. A tier's
+// footprint per entry is at least the block's bytes (a disk file adds its header), so capacities
+// here are counted in entries of that footprint. The disk tier's own promises (restart, corrupt
+// and foreign files, atomic writes) are in conformance_cache_offload_disk.cpp.
 #include <gtest/gtest.h>
 
 #include <cstddef>
 #include <cstring>
+#include <filesystem>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "core/common/thread_pool.hpp"
 #include "loom/cache_offload.h"
 #include "loom/sdk_core.hpp"
 #include "tests/conformance/conformance_support.hpp"
+#include "tests/conformance/offload_fake_pool.hpp"
 
 namespace loom {
 namespace {
 
-constexpr int64_t kBytesPerBlock = 40;  // [bytes_per_block]: deliberately not a power of two
-constexpr int32_t kNumBlocks = 6;
-
-// The pool the tier copies from and to: kNumBlocks blocks of kBytesPerBlock bytes.
-struct FakePool {
-  std::vector<std::vector<std::byte>> blocks =
-      std::vector<std::vector<std::byte>>(kNumBlocks, std::vector<std::byte>(kBytesPerBlock));
-  int32_t failing_block = -1;  // read_block/write_block of this block fail
-
-  void fill(int32_t block, int seed) {
-    for (int64_t i = 0; i < kBytesPerBlock; ++i)
-      blocks[static_cast<size_t>(block)][static_cast<size_t>(i)] = static_cast<std::byte>((seed * 31 + i * 7) & 0xff);
-  }
-  std::vector<std::byte> pattern(int seed) const {
-    FakePool p;
-    p.fill(0, seed);
-    return p.blocks[0];
-  }
-
-  static loom_status check(FakePool* pool, int32_t block, loom_error_buf* err) {
-    if (block >= 0 && block < kNumBlocks && block != pool->failing_block) return LOOM_OK;
-    sdk::write_error(err, "fake pool: block " + std::to_string(block) + " refused");
-    return LOOM_ERR_INVALID_ARGUMENT;
-  }
-  static loom_status read(void* ctx, int32_t block, void* dst, loom_error_buf* err) {
-    auto* pool = static_cast<FakePool*>(ctx);
-    if (const loom_status s = check(pool, block, err); s != LOOM_OK) return s;
-    std::memcpy(dst, pool->blocks[static_cast<size_t>(block)].data(), kBytesPerBlock);
-    return LOOM_OK;
-  }
-  static loom_status write(void* ctx, int32_t block, const void* src, loom_error_buf* err) {
-    auto* pool = static_cast<FakePool*>(ctx);
-    if (const loom_status s = check(pool, block, err); s != LOOM_OK) return s;
-    std::memcpy(pool->blocks[static_cast<size_t>(block)].data(), src, kBytesPerBlock);
-    return LOOM_OK;
-  }
-};
+using offload_test::FakePool;
+using offload_test::kBytesPerBlock;
+using offload_test::kNumBlocks;
 
 class CacheOffloadConformance : public ::testing::TestWithParam<std::string> {
  protected:
-  // Creates the plugin over pool_ (nullptr + skip when it cannot run here).
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) std::filesystem::remove_all(dir_, ec);
+  }
+  // Creates the plugin over pool_ (nullptr + skip when it cannot run here). A plugin that needs
+  // a place of its own (the disk tier's `dir`) gets a fresh directory.
   std::unique_ptr<LoadedPlugin> open(const std::string& config = "{}") {
-    loom_cache_offload_create_args a{};
-    a.struct_size = sizeof(a);
-    a.copy.struct_size = sizeof(a.copy);
-    a.copy.host_ctx = &pool_;
-    a.copy.bytes_per_block = kBytesPerBlock;
-    a.copy.read_block = &FakePool::read;
-    a.copy.write_block = &FakePool::write;
-    return conformance::create_or_skip(host_, LOOM_KIND_CACHE_OFFLOAD, GetParam(), &a, &skip_, config);
+    const loom_cache_offload_create_args a = offload_test::create_args(pool_, "conformance-model");
+    std::string text = config;
+    if (GetParam() == "disk") {
+      if (dir_.empty()) {
+        dir_ = std::filesystem::temp_directory_path() /
+               ("loom-conf-offload-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) + "-" +
+                ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        std::filesystem::remove_all(dir_);
+      }
+      auto json = nlohmann::json::parse(config);
+      json["dir"] = dir_.string();
+      text = json.dump();
+    }
+    return conformance::create_or_skip(host_, LOOM_KIND_CACHE_OFFLOAD, GetParam(), &a, &skip_, text);
+  }
+  // Bytes one entry takes against the capacity (>= kBytesPerBlock), measured on a throwaway tier.
+  int64_t footprint() {
+    const auto p = open();
+    pool_.fill(0, 1);
+    save(*p, 1, 0);
+    const int64_t bytes = usage(*p).used_bytes;
+    p->call("drop", &loom_cache_offload_vtable::drop, uint64_t{1});
+    return bytes;
   }
   static void save(const LoadedPlugin& p, uint64_t key, int32_t block) {
     p.call("save", &loom_cache_offload_vtable::save, key, block);
@@ -91,6 +84,7 @@ class CacheOffloadConformance : public ::testing::TestWithParam<std::string> {
   PluginHost host_{threads_, {}};
   FakePool pool_;
   std::string skip_;
+  std::filesystem::path dir_;  // the disk tier's directory, removed after the test
 };
 
 TEST_P(CacheOffloadConformance, RoundTripIsByteExact) {
@@ -137,11 +131,13 @@ TEST_P(CacheOffloadConformance, UsageCountsEntries) {
   for (uint64_t key = 1; key <= 3; ++key) save(*p, key, static_cast<int32_t>(key));
   u = usage(*p);
   EXPECT_EQ(u.num_entries, 3);
-  EXPECT_EQ(u.used_bytes, 3 * kBytesPerBlock);
+  const int64_t per_entry = u.used_bytes / 3;
+  EXPECT_EQ(u.used_bytes, 3 * per_entry);
+  EXPECT_GE(per_entry, kBytesPerBlock);
   p->call("drop", &loom_cache_offload_vtable::drop, uint64_t{2});
   u = usage(*p);
   EXPECT_EQ(u.num_entries, 2);
-  EXPECT_EQ(u.used_bytes, 2 * kBytesPerBlock);
+  EXPECT_EQ(u.used_bytes, 2 * per_entry);
 }
 
 TEST_P(CacheOffloadConformance, SavingAKeyAgainReplacesIt) {
@@ -157,8 +153,9 @@ TEST_P(CacheOffloadConformance, SavingAKeyAgainReplacesIt) {
 }
 
 TEST_P(CacheOffloadConformance, FullTierEvictsLeastRecentlyUsed) {
-  const auto p = open("{\"capacity\": " + std::to_string(3 * kBytesPerBlock) + "}");
-  if (!p) GTEST_SKIP() << skip_;
+  if (!open()) GTEST_SKIP() << skip_;
+  const int64_t per_entry = footprint();
+  const auto p = open("{\"capacity\": " + std::to_string(3 * per_entry) + "}");
   for (int32_t b = 0; b < kNumBlocks; ++b) pool_.fill(b, b + 1);
   save(*p, 1, 0);
   save(*p, 2, 1);
@@ -170,7 +167,7 @@ TEST_P(CacheOffloadConformance, FullTierEvictsLeastRecentlyUsed) {
   EXPECT_TRUE(contains(*p, 3));
   EXPECT_TRUE(contains(*p, 4));
   EXPECT_EQ(usage(*p).num_entries, 3);
-  EXPECT_EQ(usage(*p).used_bytes, 3 * kBytesPerBlock);
+  EXPECT_EQ(usage(*p).used_bytes, 3 * per_entry);
   save(*p, 3, 2);  // saving again is a use too: 1 is now the oldest
   save(*p, 5, 4);
   EXPECT_FALSE(contains(*p, 1));

@@ -175,6 +175,11 @@ TEST(ConfigErrors, PluginTables) {
             "'_' or '-', got \"\"");
   EXPECT_EQ(error_of("[cache_offload]\nplugin = \"disk\"\npath = \"\"\n"),
             "/etc/loom/bad.toml:3:8: cache_offload.path: must not be empty");
+  EXPECT_EQ(error_of("[cache_offload]\nplugin = \"host\"\nspill = 1\nnext = 3\n"),
+            "/etc/loom/bad.toml:3:9: cache_offload.spill: must be true or false\n"
+            "/etc/loom/bad.toml:4:8: cache_offload.next: must be a table naming the tier below: plugin = \"disk\", ...");
+  EXPECT_EQ(error_of("[cache_offload]\nplugin = \"host\"\n[cache_offload.next]\ndir = \"/x\"\n"),
+            "/etc/loom/bad.toml:3:1: cache_offload.next.plugin: required: the name of the cache_offload.next plugin to load");
   EXPECT_EQ(error_of("[scheduler]\nplugin = \"slo\"\n[scheduler.limits]\nx = [1.0, inf]\n"),
             "/etc/loom/bad.toml:4:11: scheduler.limits.x[1]: inf and nan cannot be passed to a "
             "plugin (its config is JSON)");

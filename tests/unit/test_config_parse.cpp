@@ -391,6 +391,35 @@ TEST(ConfigParse, ToTomlRoundTripsAwkwardValues) {
   EXPECT_EQ(parse_config(text, kFile), c) << text;
 }
 
+// [cache_offload] core keys (spill, staging_blocks) stay out of the plugin's JSON; each
+// [cache_offload.next] is the tier below the one above it, in order, and round-trips.
+TEST(ConfigParse, CacheOffloadChainsTheTiersBelow) {
+  const Config c = parse_config(R"([cache_offload]
+plugin = "host"
+capacity = "4GiB"
+spill = false
+staging_blocks = 64
+[cache_offload.next]
+plugin = "disk"
+dir = "/var/cache/kv"
+capacity = "64GiB"
+[cache_offload.next.next]
+plugin = "disk"
+path = "lib/x.so"
+dir = "/mnt/slow"
+)",
+                                kFile);
+  EXPECT_EQ(c.cache_offload, (PluginTable{"host", "", R"({"capacity":"4GiB"})"}));
+  EXPECT_FALSE(c.cache_offload_spill);
+  EXPECT_EQ(c.cache_offload_staging_blocks, 64);
+  ASSERT_EQ(c.cache_offload_next.size(), 2u);
+  EXPECT_EQ(c.cache_offload_next[0], (PluginTable{"disk", "", R"({"capacity":"64GiB","dir":"/var/cache/kv"})"}));
+  EXPECT_EQ(c.cache_offload_next[1], (PluginTable{"disk", "/etc/loom/lib/x.so", R"({"dir":"/mnt/slow"})"}));
+  const std::string text = to_toml(c);
+  EXPECT_EQ(parse_config(text, kFile), c) << text;
+  EXPECT_TRUE(parse_config("[cache_offload]\nplugin = \"host\"\n", kFile).cache_offload_spill) << "spill is on by default";
+}
+
 TEST(ConfigParse, LoadsTheDefaultConfigFile) {
   const std::string path = std::string(LOOM_SOURCE_DIR) + "/configs/default.toml";
   const Config c = load_config(path);

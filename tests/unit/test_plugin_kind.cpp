@@ -50,14 +50,21 @@ TEST(PluginKind, HostSizesAndVersions) {
   EXPECT_EQ(info.iface_major, static_cast<uint32_t>(LOOM_CACHE_IFACE_MAJOR));
   EXPECT_EQ(info.iface_minor, static_cast<uint32_t>(LOOM_CACHE_IFACE_MINOR));
   // Cache 1.0 ends at usage; 1.1 adds fork/take_block_copies; 1.2 the create args' last member;
-  // 1.3 trim.
+  // 1.3 trim; 1.4 take_evicted, block_hashes and evict_cached.
   EXPECT_EQ(info.version(0).vtable_size, offsetof(loom_cache_vtable, fork));
   EXPECT_EQ(info.version(1).vtable_size, offsetof(loom_cache_vtable, trim));
   EXPECT_EQ(info.version(1).create_args_size, offsetof(loom_cache_create_args, bytes_per_block_extra));
   EXPECT_EQ(info.version(2).vtable_size, offsetof(loom_cache_vtable, trim));
   EXPECT_EQ(info.version(2).create_args_size, sizeof(loom_cache_create_args));
-  EXPECT_EQ(info.version(3).vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(info.version(3).vtable_size, offsetof(loom_cache_vtable, take_evicted));
+  EXPECT_EQ(info.version(4).vtable_size, sizeof(loom_cache_vtable));
   EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).version(0).create_args_size, sizeof(loom_speculator_create_args));
+  // Cache offload 1.0 ends at usage (create args at the copy ops); 1.1 adds save_entry and the
+  // fingerprint and KV layout.
+  const KindInfo& offload = kind_info(LOOM_KIND_CACHE_OFFLOAD);
+  EXPECT_EQ(offload.version(0).vtable_size, offsetof(loom_cache_offload_vtable, save_entry));
+  EXPECT_EQ(offload.version(0).create_args_size, offsetof(loom_cache_offload_create_args, model_fingerprint));
+  EXPECT_EQ(offload.version(1).create_args_size, sizeof(loom_cache_offload_create_args));
   EXPECT_EQ(kind_info(LOOM_KIND_ATTENTION).version(0).vtable_size, offsetof(loom_attention_vtable, forward_rope_k));
   EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).version(1).vtable_size,
             offsetof(loom_quantization_vtable, linear_group));

@@ -136,6 +136,7 @@ TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
       "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"partial_block\"} 3\n"
       "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"evicted\"} 2\n"
       "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"salt_mismatch\"} 2\n"
+      "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"lower_tier\"} 0\n"
       "# HELP loom:kv_swapped_out_blocks_total KV-cache blocks saved to the offload tier when their "
       "request was preempted.\n"
       "# TYPE loom:kv_swapped_out_blocks_total counter\n"
@@ -271,6 +272,38 @@ TEST(ServerMetricsText, SpecDecodeRendersExactlyAndOnlyWhenEnabled) {
 
 // [server] metrics_prefix = "vllm": the same exposition, every name with vllm: for loom:, so
 // vLLM's dashboards and routers read it unchanged.
+// Tiers: one series per tier (a repeated plugin name gets ".2"), their copy-latency histograms,
+// and the restore-vs-recompute decisions; nothing of it without tiers.
+TEST(ServerMetricsText, TierMetricsRenderPerTier) {
+  EngineStats s;
+  EXPECT_EQ(render_metrics(s, "m").find("kv_tier_"), std::string::npos);
+  for (const char* name : {"host", "disk", "disk"}) {
+    TierStats t;
+    t.name = name;
+    s.kv_tiers.push_back(t);
+  }
+  s.kv_tiers[0].hits = 7;
+  s.kv_tiers[1].bytes_in = 4096;
+  s.kv_tiers[2].misses = 3;
+  s.kv_tiers[1].load_seconds = small_histogram();
+  s.kv_tier_decisions.restored = 11;
+  s.kv_tier_decisions.recompute_prefix_lost = 2;
+  s.kv_tier_decisions.spilled = 13;
+  s.prefix_cache_miss_lower_tier = 176;
+  const std::string text = render_metrics(s, "m");
+  for (const char* line :
+       {"loom:kv_tier_hits_total{model_name=\"m\",tier=\"host\"} 7\n",
+        "loom:kv_tier_bytes_in_total{model_name=\"m\",tier=\"disk\"} 4096\n",
+        "loom:kv_tier_misses_total{model_name=\"m\",tier=\"disk.2\"} 3\n",
+        "loom:kv_tier_load_seconds_count{model_name=\"m\",tier=\"disk\"} 3\n",
+        "loom:kv_tier_load_seconds_bucket{model_name=\"m\",tier=\"host\",le=\"+Inf\"} 0\n",
+        "loom:kv_tier_restore_decisions_total{model_name=\"m\",decision=\"restore\"} 11\n",
+        "loom:kv_tier_restore_decisions_total{model_name=\"m\",decision=\"recompute_prefix_lost\"} 2\n",
+        "loom:kv_tier_spills_total{model_name=\"m\",outcome=\"spilled\"} 13\n",
+        "loom:prefix_cache_misses_total{model_name=\"m\",reason=\"lower_tier\"} 176\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << "\nin:\n" << text;
+}
+
 TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {
   std::string expected = render_metrics(fixed_stats(), "m");
   size_t renamed = 0;
@@ -278,9 +311,9 @@ TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {
     expected.replace(at, 5, "vllm:");
     ++renamed;
   }
-  // 26 metrics x (HELP + TYPE), then samples: 14 plain, 4 + 2 labeled, 6 of the TTFT histogram,
+  // 26 metrics x (HELP + TYPE), then samples: 14 plain, 5 + 2 labeled, 6 of the TTFT histogram,
   // 3 of each of the 9 empty histograms; then the 12 of the SLO block with 12 samples.
-  EXPECT_EQ(renamed, (26u + 12u) * 2 + 14u + 6u + 6u + 9u * 3 + 12u);
+  EXPECT_EQ(renamed, (26u + 12u) * 2 + 14u + 7u + 6u + 9u * 3 + 12u);
   const std::string text = render_metrics(fixed_stats(), "m", "vllm");
   EXPECT_EQ(text, expected);
   EXPECT_EQ(text.find("loom:"), std::string::npos);

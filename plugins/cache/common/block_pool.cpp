@@ -18,7 +18,9 @@ namespace {
 // The eviction record keeps the last 4 pools' worth of evicted hashes: enough to explain the
 // misses of prompts that come back after a few turnovers of the pool, and bounded.
 BlockPool::BlockPool(int32_t num_blocks)
-    : blocks_(static_cast<size_t>(num_blocks)), evicted_(4 * static_cast<size_t>(num_blocks)) {
+    : blocks_(static_cast<size_t>(num_blocks)),
+      evicted_(4 * static_cast<size_t>(num_blocks)),
+      spilled_(static_cast<size_t>(num_blocks)) {
   for (int32_t id = 0; id < num_blocks; ++id) free_.insert(free_.end(), id);
 }
 
@@ -28,16 +30,29 @@ int32_t BlockPool::take() {
     id = *free_.begin();
     free_.erase(free_.begin());
   } else if (!lru_.empty()) {
-    id = lru_.front();
-    lru_.pop_front();
-    evicted_.add(blocks_[static_cast<size_t>(id)].hash);
-    unregister(blocks_[static_cast<size_t>(id)]);
+    id = evict_front();
   } else {
     throw sdk::Error(LOOM_ERR_INTERNAL, "cache paged: take() with no free or cached block");
   }
   blocks_[static_cast<size_t>(id)].ref = 1;
   ++num_used_;
   return id;
+}
+
+int32_t BlockPool::evict_front() {
+  const int32_t id = lru_.front();
+  lru_.pop_front();
+  Block& b = blocks_[static_cast<size_t>(id)];
+  evicted_.add(b.hash);
+  spilled_.add(id, static_cast<int32_t>(b.tokens.size()), b.hash, b.salt);
+  unregister(b);
+  return id;
+}
+
+int32_t BlockPool::evict_cached(int32_t n) {
+  int32_t done = 0;
+  for (; done < n && !lru_.empty(); ++done) free_.insert(evict_front());
+  return done;
 }
 
 void BlockPool::acquire(int32_t id) {

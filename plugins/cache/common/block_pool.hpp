@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "block_hash.hpp"
+#include "evicted_blocks.hpp"
 #include "prefix_misses.hpp"
 
 namespace loom::paged {
@@ -54,6 +55,11 @@ class BlockPool {
                       std::span<const int32_t> tokens);
   // The block registered under hash with exactly this content, or -1.
   int32_t lookup(uint64_t hash, uint64_t parent, uint64_t salt, std::span<const int32_t> tokens) const;
+  // Evicts up to n cached blocks now (least recently freed first), recording them like take()
+  // does; they become free. Returns how many.
+  int32_t evict_cached(int32_t n);
+  // The registered blocks take() evicted since the last call (interface 1.4, for spilling).
+  loom_evicted_block_list take_evicted() { return spilled_.take(); }
   // Whether a block registered under hash was evicted (within the bounded record).
   bool was_evicted(uint64_t hash) const { return evicted_.contains(hash); }
   // Whether some registered block, under any salt, ends a prefix with this content chain hash.
@@ -72,6 +78,8 @@ class BlockPool {
     std::list<int32_t>::iterator lru{};  // valid while cached (ref == 0 and registered)
   };
   void unregister(Block& b);
+  // Unregisters the least recently freed cached block, recording the eviction; returns its id.
+  int32_t evict_front();
 
   std::vector<Block> blocks_;
   std::set<int32_t> free_;
@@ -79,6 +87,7 @@ class BlockPool {
   std::unordered_map<uint64_t, int32_t> by_hash_;
   std::unordered_map<uint64_t, int32_t> by_content_;  // content chain hash -> registered blocks
   block_cache::EvictedHashes evicted_;
+  block_cache::EvictedBlocks spilled_;
   int32_t num_used_ = 0;
 };
 

@@ -142,6 +142,22 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     }
   }
 
+  // Interface 1.4: the registered blocks evicted since the last call, for the host to spill.
+  loom_evicted_block_list take_evicted() { return pool_.take_evicted(); }
+  int32_t evict_cached(int32_t max_blocks) { return pool_.evict_cached(std::max(max_blocks, 0)); }
+
+  // Interface 1.4: the chain hashes match() would look up, for every usable full block.
+  int32_t block_hashes(const loom_request_view& req, uint64_t* out, int32_t capacity) const {
+    if (!prefix_caching_ || req.token_ids == nullptr) return 0;
+    const int32_t n = std::min(lookup_blocks(req, req.num_tokens), capacity);
+    uint64_t parent = kRootHash;
+    for (int32_t i = 0; i < n; ++i) {
+      parent = block_hash(parent, req.cache_salt, block_tokens(req, static_cast<size_t>(i)));
+      out[i] = parent;
+    }
+    return std::max(n, 0);
+  }
+
   void free(uint64_t request_id) {
     const auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;

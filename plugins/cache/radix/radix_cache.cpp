@@ -70,9 +70,30 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
         check_invariants_(kv_pool_config::checks_invariants(cfg)),
         pool_(pool_size(args, cfg)),
         tree_(cfg.block_size),
-        evicted_(4 * static_cast<size_t>(pool_.num_blocks())) {
+        evicted_(4 * static_cast<size_t>(pool_.num_blocks())),
+        spilled_(static_cast<size_t>(pool_.num_blocks())) {
     host_.info(num_blocks(), " blocks x ", block_size_, " tokens, radix prefix caching ", prefix_caching_ ? "on" : "off",
                check_invariants_ ? ", invariants checked after every change" : "");
+  }
+
+  // Interface 1.4: the tree blocks evicted since the last call, for the host to spill.
+  loom_evicted_block_list take_evicted() { return spilled_.take(); }
+  int32_t evict_cached(int32_t max_blocks) {
+    return max_blocks > 0 ? tree_.evict(max_blocks, pool_, &evicted_, &spilled_) : 0;
+  }
+
+  // Interface 1.4: the chain hashes of req's usable full blocks (those path_hashes gives).
+  int32_t block_hashes(const loom_request_view& req, uint64_t* out, int32_t capacity) const {
+    if (!prefix_caching_ || req.token_ids == nullptr) return 0;
+    const int32_t n = std::min(lookup_blocks(req, req.num_tokens), capacity);
+    const std::span<const int32_t> tokens = tokens_of(req);
+    const size_t bs = static_cast<size_t>(block_size_);
+    uint64_t hash = block_cache::kRootHash;
+    for (int32_t i = 0; i < n; ++i) {
+      hash = block_cache::block_hash(hash, req.cache_salt, tokens.subspan(static_cast<size_t>(i) * bs, bs));
+      out[i] = hash;
+    }
+    return std::max(n, 0);
   }
 
   int32_t match_prefix(const loom_request_view& req) const {
@@ -200,7 +221,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
   // Evicts unlocked tree leaves until `need` blocks are free; the caller has checked that free +
   // evictable covers it.
   void make_free(int32_t need) {
-    if (pool_.num_free() < need) tree_.evict(need - pool_.num_free(), pool_, &evicted_);
+    if (pool_.num_free() < need) tree_.evict(need - pool_.num_free(), pool_, &evicted_, &spilled_);
   }
   static size_t first_writable(const Seq& seq) { return static_cast<size_t>(seq.depth); }
 
@@ -255,6 +276,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
   // Chained hashes of evicted blocks, for evicted misses: 4 pools' worth, enough to explain a
   // prompt that returns after a few turnovers of the pool, and bounded.
   block_cache::EvictedHashes evicted_;
+  block_cache::EvictedBlocks spilled_;  // evicted blocks not yet taken by the host (1.3)
   block_cache::PrefixStats stats_;
 };
 

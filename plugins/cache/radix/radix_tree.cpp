@@ -187,7 +187,8 @@ bool RadixTree::cached_under_other_salt(uint64_t salt, std::span<const int32_t> 
   return false;
 }
 
-int32_t RadixTree::evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes* evicted) {
+int32_t RadixTree::evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes* evicted,
+                         block_cache::EvictedBlocks* spilled) {
   using Item = std::tuple<uint64_t, uint64_t, Node*>;  // last access, id: the oldest on top
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> leaves;
   std::vector<Node*> stack;
@@ -203,11 +204,18 @@ int32_t RadixTree::evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes*
     Node* leaf = std::get<2>(leaves.top());
     leaves.pop();
     const std::vector<int32_t> key = key_at(leaf->tokens, 0);
-    const std::vector<uint64_t> hashes = evicted != nullptr ? path_hashes(leaf) : std::vector<uint64_t>{};
+    const bool record = evicted != nullptr || spilled != nullptr;
+    const std::vector<uint64_t> hashes = record ? path_hashes(leaf) : std::vector<uint64_t>{};
+    const Node* root = leaf;
+    while (root->parent != nullptr) root = root->parent;
     size_t tail = hashes.size();  // the leaf's last block is the path's last
     // The tail goes first: a prefix's head is what other requests share.
     while (done < n && !leaf->blocks.empty()) {
-      if (evicted != nullptr) evicted->add(hashes[--tail]);
+      if (record) {
+        --tail;
+        if (evicted != nullptr) evicted->add(hashes[tail]);
+        if (spilled != nullptr) spilled->add(leaf->blocks.back(), block_size_, hashes[tail], root->salt);
+      }
       pool.leave_tree(leaf->blocks.back());
       leaf->blocks.pop_back();
       leaf->tokens.resize(leaf->tokens.size() - static_cast<size_t>(block_size_));

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "block_pool.hpp"
+#include "common/evicted_blocks.hpp"
 #include "common/prefix_misses.hpp"
 
 namespace loom::radix {
@@ -64,7 +65,9 @@ class RadixTree {
                std::vector<int32_t>& table, int32_t full, BlockPool& pool, int32_t* adopted);
   // Frees up to n cached blocks back to the pool, LRU leaves first; returns how many. The chained
   // hash (block_hash.hpp) of each evicted block's prefix goes into *evicted when it is given.
-  int32_t evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes* evicted = nullptr);
+  // Each evicted block's id, hash and salt go into *spilled when it is given (interface 1.4).
+  int32_t evict(int32_t n, BlockPool& pool, block_cache::EvictedHashes* evicted = nullptr,
+                block_cache::EvictedBlocks* spilled = nullptr);
   // Whether tokens' first n_blocks full blocks are all cached under some salt other than salt.
   bool cached_under_other_salt(uint64_t salt, std::span<const int32_t> tokens, int32_t n_blocks) const;
 

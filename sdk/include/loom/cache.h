@@ -4,8 +4,9 @@
  * match_prefix -> can_allocate -> allocate -> append -> free.
  * Interface 1.1 adds fork/take_block_copies (sequences sharing blocks, copy-on-write) and the
  * prefix-cache miss counters; 1.2 adds the create args' bytes_per_block_extra; 1.3 adds trim
- * (speculative decoding's rollback of rejected draft tokens). Older plugins' shorter vtables and
- * usage structs still load. *
+ * (speculative decoding's rollback of rejected draft tokens); 1.4 adds take_evicted, block_hashes
+ * and evict_cached (the host spills evicted prefix blocks to a cache_offload tier and restores
+ * them). Older plugins' shorter vtables and usage structs still load. *
  * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
  * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
  * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
@@ -26,7 +27,7 @@ extern "C" {
 #endif
 
 #define LOOM_CACHE_IFACE_MAJOR 1
-#define LOOM_CACHE_IFACE_MINOR 3
+#define LOOM_CACHE_IFACE_MINOR 4
 
 typedef struct loom_cache_create_args {
   uint32_t struct_size;
@@ -86,6 +87,22 @@ typedef struct loom_block_copy_list {
   int32_t count;
 } loom_block_copy_list;
 
+/* 1.3: a full, committed prefix block the cache evicted (its registration dropped to reuse the
+ * block). Its K/V are still in the pool: nothing writes the block before the next forward pass,
+ * and the host copies it out before then (spill to a cache_offload tier). */
+typedef struct loom_evicted_block {
+  int32_t block_id;
+  int32_t num_tokens;  /* tokens the block held: the block size */
+  uint64_t hash;       /* the chained hash it was registered under (the same block_hashes gives) */
+  uint64_t salt;       /* the cache_salt of the chain */
+} loom_evicted_block;
+
+/* Owned by the plugin, valid until its next mutating call. */
+typedef struct loom_evicted_block_list {
+  const loom_evicted_block* items;
+  int32_t count;
+} loom_evicted_block_list;
+
 typedef struct loom_cache_vtable {
   uint32_t struct_size;
   /* The pool to allocate: number and size of blocks. Called once after create. */
@@ -141,6 +158,21 @@ typedef struct loom_cache_vtable {
    * (never below what was committed: rejected tokens were never committed, so no block holding
    * a registered prefix is released). Growing back is an ordinary append. */
   loom_status (*trim)(void* self, const loom_request_view* req, int32_t num_tokens, loom_error_buf* err);
+
+  /* ---- 1.4 (the host reads these only when struct_size covers them; NULL = unsupported) ---- */
+  /* Hands over the full, committed prefix blocks evicted since the last call (and forgets them),
+   * in eviction order. A cache keeps at most num_blocks of them (the oldest go first); the host
+   * calls it once per step, before any copy-on-write copy or forward pass writes the pool. */
+  loom_status (*take_evicted)(void* self, loom_evicted_block_list* out, loom_error_buf* err);
+  /* Writes the chained hashes of req's leading full blocks -- at most those that leave its last
+   * token to compute, at most `capacity` -- the keys the cache would register them under, into
+   * out[0, *count). No state changes. */
+  loom_status (*block_hashes)(void* self, const loom_request_view* req, uint64_t* out, int32_t capacity,
+                              int32_t* count, loom_error_buf* err);
+  /* Evicts up to max_blocks unreferenced cached blocks now, least recently used first, and
+   * reports them through take_evicted; *count = how many. The host calls it at shutdown to spill
+   * the pool's prefix blocks to a persistent tier. */
+  loom_status (*evict_cached)(void* self, int32_t max_blocks, int32_t* count, loom_error_buf* err);
 } loom_cache_vtable;
 
 #ifdef __cplusplus

@@ -5,6 +5,8 @@
 // class defines them.
 #pragma once
 
+#include <concepts>
+
 #include "loom/attention.h"
 #include "loom/cache.h"
 #include "loom/cache_offload.h"
@@ -89,6 +91,20 @@ concept HasFork = requires(T& t, RequestArg parent, uint64_t child) { t.fork(par
 // Cache interface 1.3: trimming a sequence's tail (speculative decoding's rollback).
 template <class T>
 concept HasTrim = requires(T& t, RequestArg r, int32_t n) { t.trim(r, n); };
+// Cache interface 1.4: evicted blocks for spilling, and the chain hashes a lookup would use.
+template <class T>
+concept HasTakeEvicted = requires(T& t) { t.take_evicted(); };
+template <class T>
+concept HasEvictCached = requires(T& t, int32_t n) { { t.evict_cached(n) } -> std::convertible_to<int32_t>; };
+template <class T>
+concept HasBlockHashes = requires(const T& t, RequestArg req, uint64_t* out, int32_t capacity) {
+  { t.block_hashes(req, out, capacity) } -> std::convertible_to<int32_t>;
+};
+#if LOOM_CACHE_OFFLOAD_IFACE_MINOR >= 1
+// Cache-offload interface 1.1: save with the entry's provenance.
+template <class T>
+concept HasSaveEntry = requires(T& t, const loom_offload_entry* e, int32_t block) { t.save_entry(e, block); };
+#endif
 // A cache class's after_mutation() runs after every call that changes its state (allocate,
 // append, commit, free, fork): the place for an invariant check.
 template <class T>
@@ -425,6 +441,50 @@ struct VtableFor<loom_cache_vtable, T> {
     else
       return nullptr;
   }
+#if LOOM_CACHE_IFACE_MINOR >= 4
+  // take_evicted(): loom_evicted_block_list; block_hashes(req, out, capacity): the count written.
+  static loom_status take_evicted(void* s, loom_evicted_block_list* out, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if (out == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "take_evicted: the list is NULL");
+      *out = detail::self_as<T>(s).take_evicted();
+      return LOOM_OK;
+    });
+  }
+  static loom_status block_hashes(void* s, Req req, uint64_t* out, int32_t capacity, int32_t* count,
+                                  loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if (count == nullptr || (out == nullptr && capacity > 0))
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, "block_hashes: out or count is NULL");
+      *count = detail::self_as<T>(s).block_hashes(Arg{req}, out, capacity);
+      return LOOM_OK;
+    });
+  }
+  static loom_status evict_cached(void* s, int32_t max_blocks, int32_t* count, loom_error_buf* err) noexcept {
+    return mutating(s, err, [&] {
+      if (count == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "evict_cached: count is NULL");
+      *count = detail::self_as<T>(s).evict_cached(max_blocks);
+      return LOOM_OK;
+    });
+  }
+  static constexpr decltype(loom_cache_vtable::evict_cached) evict_cached_or_null() {
+    if constexpr (detail::HasEvictCached<T>)
+      return &evict_cached;
+    else
+      return nullptr;
+  }
+  static constexpr decltype(loom_cache_vtable::take_evicted) take_evicted_or_null() {
+    if constexpr (detail::HasTakeEvicted<T>)
+      return &take_evicted;
+    else
+      return nullptr;
+  }
+  static constexpr decltype(loom_cache_vtable::block_hashes) block_hashes_or_null() {
+    if constexpr (detail::HasBlockHashes<T>)
+      return &block_hashes;
+    else
+      return nullptr;
+  }
+#endif
   static const loom_cache_vtable kTable;  // defined below: it calls the functions above
 };
 
@@ -444,6 +504,11 @@ const loom_cache_vtable VtableFor<loom_cache_vtable, T>::kTable = {sizeof(loom_c
                                                                    take_block_copies_or_null(),
 #if LOOM_CACHE_IFACE_MINOR >= 3
                                                                    trim_or_null(),
+#endif
+#if LOOM_CACHE_IFACE_MINOR >= 4
+                                                                   take_evicted_or_null(),
+                                                                   block_hashes_or_null(),
+                                                                   evict_cached_or_null(),
 #endif
 };
 
@@ -465,8 +530,25 @@ struct VtableFor<loom_cache_offload_vtable, T> {
   static loom_status usage(void* s, loom_cache_offload_usage* out, loom_error_buf* err) noexcept {
     return detail::guarded(err, [&] { return detail::self_as<T>(s).usage(out); });
   }
+#if LOOM_CACHE_OFFLOAD_IFACE_MINOR >= 1
+  static loom_status save_entry(void* s, const loom_offload_entry* e, int32_t block, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if (e == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "save_entry: the entry is NULL");
+      return detail::status_of([&] { return detail::self_as<T>(s).save_entry(e, block); });
+    });
+  }
+  static constexpr decltype(loom_cache_offload_vtable::save_entry) save_entry_or_null() {
+    if constexpr (detail::HasSaveEntry<T>)
+      return &save_entry;
+    else
+      return nullptr;
+  }
+  static constexpr loom_cache_offload_vtable kTable = {
+      sizeof(loom_cache_offload_vtable), &save, &load, &contains, &drop, &usage, save_entry_or_null()};
+#else
   static constexpr loom_cache_offload_vtable kTable = {
       sizeof(loom_cache_offload_vtable), &save, &load, &contains, &drop, &usage};
+#endif
 };
 
 template <class T>
