@@ -59,7 +59,7 @@ class BlockPool {
   // does; they become free. Returns how many.
   int32_t evict_cached(int32_t n);
   // The registered blocks take() evicted since the last call (interface 1.4, for spilling).
-  loom_evicted_block_list take_evicted() { return spilled_.take(); }
+  std::span<const block_cache::EvictedBlock> take_evicted() { return spilled_.take(); }
   // Whether a block registered under hash was evicted (within the bounded record).
   bool was_evicted(uint64_t hash) const { return evicted_.contains(hash); }
   // Whether some registered block, under any salt, ends a prefix with this content chain hash.

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "common/block_pool.hpp"
+#include "common/evicted_block_list.hpp"
 #include "common/kv_pool_config.hpp"
 #include "common/seq_blocks.hpp"
 #include "loom/cache.h"
@@ -143,7 +144,9 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   }
 
   // Interface 1.4: the registered blocks evicted since the last call, for the host to spill.
-  loom_evicted_block_list take_evicted() { return pool_.take_evicted(); }
+#if LOOM_CACHE_IFACE_MINOR >= 4
+  loom_evicted_block_list take_evicted() { return block_cache::as_c_list(pool_.take_evicted()); }
+#endif
   int32_t evict_cached(int32_t max_blocks) { return pool_.evict_cached(std::max(max_blocks, 0)); }
 
   // Interface 1.4: the chain hashes match() would look up, for every usable full block.

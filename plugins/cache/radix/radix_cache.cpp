@@ -38,6 +38,7 @@
 
 #include "block_pool.hpp"
 #include "common/block_hash.hpp"
+#include "common/evicted_block_list.hpp"
 #include "common/kv_pool_config.hpp"
 #include "common/seq_blocks.hpp"
 #include "loom/cache.h"
@@ -77,7 +78,9 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
   }
 
   // Interface 1.4: the tree blocks evicted since the last call, for the host to spill.
-  loom_evicted_block_list take_evicted() { return spilled_.take(); }
+#if LOOM_CACHE_IFACE_MINOR >= 4
+  loom_evicted_block_list take_evicted() { return block_cache::as_c_list(spilled_.take()); }
+#endif
   int32_t evict_cached(int32_t max_blocks) {
     return max_blocks > 0 ? tree_.evict(max_blocks, pool_, &evicted_, &spilled_) : 0;
   }
