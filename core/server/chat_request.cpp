@@ -89,7 +89,7 @@ ChatMessage read_message(const Json& message, size_t index) {
 }  // namespace
 
 ChatRequest parse_chat_request(std::string_view body) {
-  const Json json = parse_json_object(body);
+  Json json = parse_json_object(body);
   check_request_fields(json, RequestRoute::kChat);
   ChatRequest out;
   out.params = parse_generation_params(json, /*chat=*/true);
@@ -102,6 +102,7 @@ ChatRequest parse_chat_request(std::string_view body) {
   if (it->empty()) throw bad_field("messages", "'messages' must not be empty");
   for (size_t i = 0; i < it->size(); ++i) out.messages.push_back(read_message((*it)[i], i));
   out.tools = parse_tool_choice(json, body);
+  out.body = std::move(json);
   return out;
 }
 

@@ -15,6 +15,7 @@ struct ChatRequest {
   GenerationParams params;
   std::vector<ChatMessage> messages;  // at least one
   ToolChoice tools;  // tools, tool_choice and parallel_tool_calls (tool_choice.hpp)
+  Json body;         // the parsed body, kept for the semantic cache's look at the rest of its fields
 };
 
 // Roles: system (and its newer alias "developer"), user, assistant, tool. Content: a string, or

@@ -63,7 +63,7 @@ void read_prompts(const Json& body, CompletionRequest& out) {
 }  // namespace
 
 CompletionRequest parse_completion_request(std::string_view body) {
-  const Json json = parse_json_object(body);
+  Json json = parse_json_object(body);
   check_request_fields(json, RequestRoute::kCompletions);
   CompletionRequest out;
   out.params = parse_generation_params(json, /*chat=*/false);
@@ -77,6 +77,7 @@ CompletionRequest parse_completion_request(std::string_view body) {
     auto& prompt = out.params.sampling.prompt_logprobs;
     prompt = prompt ? std::max(*prompt, want) : want;
   }
+  out.body = std::move(json);
   return out;
 }
 

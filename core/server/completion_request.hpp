@@ -27,6 +27,7 @@ struct CompletionRequest {
   // (the first with null), as OpenAI's legacy completions do.
   bool echo = false;
   bool prompt_logprobs_field = false;  // vLLM's prompt_logprobs was sent (returned beside the text)
+  Json body;  // the parsed body, kept for the semantic cache's look at the rest of its fields
 };
 
 // `prompt` may be a string, an array of token ids, or an array of strings or of token-id arrays

@@ -123,8 +123,7 @@ PreparedAnswer prepare_completions(const ApiContext& api, const HttpRequest& req
     }
     // The semantic cache sees the one prompt's text (a token prompt's decoded) as its question.
     const CompletionPrompt& first = parsed.prompts[0];
-    const Json body = parse_json_object(request.body());
-    SemanticCacheInputs cache_in{body, parsed.params, requests[0], requests.size(),
+    SemanticCacheInputs cache_in{parsed.body, parsed.params, requests[0], requests.size(),
                                  settings.echo || settings.prompt_logprobs,
                                  first.text ? *first.text : tokenizer.decode(requests[0].prompt), ""};
     std::string skipped;
@@ -166,20 +165,23 @@ PreparedAnswer prepare_chat_completions(const ApiContext& api, const HttpRequest
       settings.prompts.push_back(EchoPrompt{shield.restore(text), requests[0].prompt});
     }
     // The semantic cache's question is the last user turn; the rest of the conversation and the
-    // template are its context, which must match exactly.
-    std::string question, context = chat_template ? chat_template->source() : std::string();
-    size_t last_user = parsed.messages.size();
-    for (size_t i = parsed.messages.size(); i-- > 0;)
-      if (parsed.messages[i].role == "user") {
-        last_user = i;
-        break;
+    // template are its context, which must match exactly. Built only when there is a cache to
+    // ask (without one the query is refused or skipped before it reads them).
+    std::string question, context;
+    if (api.engine.semantic_cache() != nullptr) {
+      context = chat_template ? chat_template->source() : std::string();
+      size_t last_user = parsed.messages.size();
+      for (size_t i = parsed.messages.size(); i-- > 0;)
+        if (parsed.messages[i].role == "user") {
+          last_user = i;
+          break;
+        }
+      for (size_t i = 0; i < parsed.messages.size(); ++i) {
+        if (i == last_user) question = parsed.messages[i].content;
+        else context += "\x1e" + parsed.messages[i].role + "\x1f" + parsed.messages[i].content;
       }
-    for (size_t i = 0; i < parsed.messages.size(); ++i) {
-      if (i == last_user) question = parsed.messages[i].content;
-      else context += "\x1e" + parsed.messages[i].role + "\x1f" + parsed.messages[i].content;
     }
-    const Json body = parse_json_object(request.body());
-    SemanticCacheInputs cache_in{body, parsed.params, requests[0], 1,
+    SemanticCacheInputs cache_in{parsed.body, parsed.params, requests[0], 1,
                                  settings.prompt_logprobs, question, context};
     std::string skipped;
     std::optional<SemanticQuery> query = semantic_query_for(api, request, cache_in, &skipped);
