@@ -200,9 +200,16 @@ void Engine::loop() {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(inbox_mutex_);
-      inbox_cv_.wait(lock, [&] {
+      const auto work = [&] {
         return stopping_ || !inbox_requests_.empty() || !inbox_aborts_.empty() || !requests_.empty();
-      });
+      };
+      // Idle, but the tier copy worker still writes spills: come back shortly to publish the
+      // staging buffers they free, or the stats would show them in use until the next request.
+      if (copies_at_publish_) {
+        inbox_cv_.wait_for(lock, std::chrono::milliseconds(1), work);
+      } else {
+        inbox_cv_.wait(lock, work);
+      }
       if (stopping_) break;
     }
     drain_inbox();
@@ -541,6 +548,8 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
 }
 
 void Engine::publish_stats() {
+  // Read before the stats: once no copy is pending, every staging buffer a copy held is free.
+  copies_at_publish_ = stack_->tier_copies_pending();
   std::lock_guard<std::mutex> lock(stats_mutex_);
   stack_->read_stats(stats_);
   if (speculation_) stats_.spec_decode = speculation_->stats();

@@ -116,6 +116,7 @@ class Engine final : public EngineInterface {
   std::vector<double> target_probs_;     // [vocab] speculative sampling's target distribution
 
   mutable std::mutex stats_mutex_;
+  bool copies_at_publish_ = false;  // engine thread: tier copies were pending at the last publish
   EngineStats stats_;
   // Histograms are thread-safe on their own; per-request timelines are engine-thread only.
   RequestMetrics metrics_;

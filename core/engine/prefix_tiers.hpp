@@ -59,6 +59,8 @@ class PrefixTiers {
   void release(uint64_t request_id);
   // True while a fetch is in flight (the engine has a reason to come back soon).
   bool fetching() const { return !held_.empty(); }
+  // True while the copy worker has spills or fetches queued or running.
+  bool copies_pending() const { return worker_->pending() != 0; }
   void read_stats(EngineStats& out) const;
   // Tests: waits for the copy worker to finish what is queued.
   void wait_idle() { worker_->wait_idle(); }

@@ -356,6 +356,8 @@ void RuntimeStack::release(uint64_t request_id) {
   scheduler_handle_->remove(request_id);
 }
 
+bool RuntimeStack::tier_copies_pending() const { return prefix_tiers_ && prefix_tiers_->copies_pending(); }
+
 void RuntimeStack::read_stats(EngineStats& out) const {
   scheduler_handle_->read_stats(out);
   cache_handle_->read_stats(out);

@@ -105,6 +105,9 @@ class RuntimeStack {
   void release(uint64_t request_id);
   // Fills the plugin-side fields of the engine's stats: queues, KV blocks, prefix cache, swaps.
   void read_stats(EngineStats& out) const;
+  // True while the tier copy worker still has copies queued or running: they free staging
+  // buffers, so the published stats change without an engine step.
+  bool tier_copies_pending() const;
   // The semantic_cache plugin; nullptr when [semantic_cache] is absent.
   const LoadedPlugin* semantic_cache_plugin() const { return semantic_cache_.get(); }
 
