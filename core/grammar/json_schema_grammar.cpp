@@ -12,6 +12,7 @@
 #include "core/grammar/gbnf_text.hpp"
 #include "core/grammar/grammar.hpp"
 #include "core/grammar/integer_range_gbnf.hpp"
+#include "core/grammar/json_schema_merge.hpp"
 #include "core/grammar/number_range_gbnf.hpp"
 #include "core/grammar/regex_grammar.hpp"
 
@@ -43,9 +44,6 @@ std::string base_rules() {
          "json-email ::= [a-zA-Z0-9._%+-]{1,64} \"@\" [a-zA-Z0-9-]{1,63} (\".\" [a-zA-Z0-9-]{1,63}){1,4}\n";
 }
 
-const std::set<std::string> kAnnotations = {"title",   "description", "default",  "examples",  "$schema",
-                                            "$id",     "$comment",    "deprecated", "readOnly", "writeOnly",
-                                            "$defs",   "definitions", "strict"};
 const std::set<std::string> kKeywords = {"type",     "properties", "required",  "additionalProperties",
                                          "enum",     "const",      "items",     "minItems",
                                          "maxItems", "anyOf",      "oneOf",     "allOf",
@@ -94,8 +92,10 @@ class SchemaCompiler {
     }
     if (!s.is_object()) fail(path, "a schema must be an object or a boolean");
     for (const auto& [key, _] : s.items()) {
-      if (!kKeywords.count(key) && !kAnnotations.count(key)) fail(path, "unsupported JSON Schema keyword '" + key + "'");
+      if (!kKeywords.count(key) && !is_schema_annotation(key)) fail(path, "unsupported JSON Schema keyword '" + key + "'");
     }
+    // allOf, and anyOf/oneOf/$ref with keywords beside them, are merged into schemas first.
+    if (needs_combination_rewrite(s)) return compile(rewrite_schema_combinations(s, root_, path), hint, path);
     if (auto it = s.find("$ref"); it != s.end()) return compile_ref(*it, path);
     if (auto it = s.find("const"); it != s.end()) return literal_json(*it);
     if (auto it = s.find("enum"); it != s.end()) {
@@ -104,12 +104,11 @@ class SchemaCompiler {
       for (size_t i = 0; i < it->size(); ++i) out += (i ? " | " : "") + literal_json((*it)[i]);
       return out + ")";
     }
-    for (const char* key : {"anyOf", "oneOf", "allOf"}) {
+    for (const char* key : {"anyOf", "oneOf"}) {
       const auto it = s.find(key);
       if (it == s.end()) continue;
       const std::string p = join(path, key);
       if (!it->is_array() || it->empty()) fail(p, "must be a non-empty array");
-      if (std::string(key) == "allOf" && it->size() != 1) fail(p, "allOf with more than one schema is not supported");
       std::string out = "(";
       for (size_t i = 0; i < it->size(); ++i) {
         out += (i ? " | " : "") + compile((*it)[i], hint + "-" + std::to_string(i), p + "[" + std::to_string(i) + "]");

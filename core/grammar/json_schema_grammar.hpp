@@ -6,7 +6,8 @@
 // Supported: type (one or a list), properties / required / additionalProperties (false, true or
 // a schema; absent = true as the spec says), enum, const, items, prefixItems (tuples, with items
 // for the rest: false for none), minItems, maxItems, anyOf,
-// oneOf (as anyOf: exclusivity is not checked), allOf of one schema, $ref to "#", "#/$defs/..."
+// oneOf (as anyOf: exclusivity is not checked), allOf (merged: json_schema_merge.hpp; keywords
+// beside anyOf/oneOf/$ref are merged into them the same way), $ref to "#", "#/$defs/..."
 // or any JSON pointer inside the document, $defs / definitions, string format (date, time,
 // date-time, uuid, email: the shapes, not the calendar), pattern (regex_grammar.hpp, search
 // semantics), minLength / maxLength (in characters), and for integers and numbers minimum /

@@ -198,6 +198,78 @@ TEST(GrammarJsonSchema, PatternsAndLengths) {
   EXPECT_FALSE(full_match(len, "\"abcd\""));
 }
 
+// allOf merges its members (and the keywords beside it) into one schema; keywords beside
+// anyOf/oneOf/$ref apply to every alternative.
+TEST(GrammarJsonSchema, AllOfMergesItsMembers) {
+  const auto both = schema(R"({"$defs": {"named": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 3}},
+      "required": ["name"]}},
+    "allOf": [{"$ref": "#/$defs/named"},
+              {"properties": {"age": {"type": "integer", "minimum": 0}, "name": {"minLength": 2}}, "required": ["age"]}],
+    "properties": {"age": {"maximum": 9}}})");
+  EXPECT_TRUE(full_match(both, R"({"name":"Bo","age":9})"));
+  EXPECT_FALSE(full_match(both, R"({"name":"Bo"})"));            // age: required by the second member
+  EXPECT_FALSE(full_match(both, R"({"age":3})"));                // name: required by the first
+  EXPECT_FALSE(full_match(both, R"({"name":"B","age":3})"));     // minLength of the second, on the first's name
+  EXPECT_FALSE(full_match(both, R"({"name":"Bobo","age":3})"));  // maxLength of the first
+  EXPECT_FALSE(full_match(both, R"({"name":"Bo","age":10})"));   // maximum beside the allOf
+  EXPECT_FALSE(full_match(both, R"({"name":"Bo","age":-1})"));
+  // A closed member admits only its own properties; the other member's extra one is dropped.
+  const auto closed = schema(R"({"allOf": [
+      {"properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "additionalProperties": false},
+      {"properties": {"b": {"minimum": 5}, "c": {"type": "string"}}}]})");
+  EXPECT_TRUE(full_match(closed, R"({"a":1,"b":5})"));
+  EXPECT_FALSE(full_match(closed, R"({"b":4})"));
+  EXPECT_FALSE(full_match(closed, R"({"a":1,"c":"x"})"));
+  EXPECT_FALSE(full_match(closed, R"({"a":1,"z":2})"));
+  // Types intersect (number and integer: integer), enums intersect, bounds tighten.
+  const auto types = schema(R"({"allOf": [{"type": ["number", "string"]}, {"type": "integer", "maximum": 20}, {"minimum": 10}]})");
+  EXPECT_TRUE(full_match(types, "15"));
+  EXPECT_FALSE(full_match(types, "15.5"));
+  EXPECT_FALSE(full_match(types, "\"x\""));
+  EXPECT_FALSE(full_match(types, "9"));
+  EXPECT_FALSE(full_match(types, "21"));
+  const auto enums = schema(R"({"allOf": [{"enum": ["a", "b", "c"]}, {"enum": ["c", "b", "d"]}]})");
+  EXPECT_TRUE(full_match(enums, "\"b\""));
+  EXPECT_TRUE(full_match(enums, "\"c\""));
+  EXPECT_FALSE(full_match(enums, "\"a\""));
+  EXPECT_FALSE(full_match(enums, "\"d\""));
+  // An anyOf inside allOf, and keywords beside an anyOf, are distributed over its alternatives.
+  const auto distributed = schema(R"({"type": "object", "properties": {"k": {"type": "integer"}}, "required": ["k"],
+      "additionalProperties": false,
+      "anyOf": [{"properties": {"k": {"maximum": 1}}}, {"properties": {"k": {"minimum": 100}}}]})");
+  EXPECT_TRUE(full_match(distributed, R"({"k":1})"));
+  EXPECT_TRUE(full_match(distributed, R"({"k":100})"));
+  EXPECT_FALSE(full_match(distributed, R"({"k":50})"));
+  EXPECT_FALSE(full_match(distributed, R"({})"));
+  const auto nested = schema(R"({"allOf": [{"type": "string"}, {"anyOf": [{"maxLength": 1}, {"pattern": "^z+$"}]}]})");
+  EXPECT_TRUE(full_match(nested, "\"a\""));
+  EXPECT_TRUE(full_match(nested, "\"zzz\""));
+  EXPECT_FALSE(full_match(nested, "\"ab\""));
+  EXPECT_FALSE(full_match(nested, "1"));
+  // Keywords beside a $ref apply too.
+  const auto ref = schema(R"({"$defs": {"n": {"type": "integer"}}, "$ref": "#/$defs/n", "minimum": 3})");
+  EXPECT_TRUE(full_match(ref, "3"));
+  EXPECT_FALSE(full_match(ref, "2"));
+}
+
+TEST(GrammarJsonSchema, AllOfThatCannotBeMergedIsRefusedNamingThePath) {
+  EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string"}, {"type": "integer"}]})"),
+            "allOf[1].type: no type satisfies every allOf member");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"enum": [1, 2]}, {"enum": [3]}]})"),
+            "allOf[1].enum: no value is in every allOf member's enum");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"type": "string", "pattern": "a"}, {"pattern": "b"}]})"),
+            "allOf[1].pattern: two different values cannot be combined (allOf)");
+  EXPECT_EQ(schema_error(R"({"allOf": [{"properties": {"a": {}}, "additionalProperties": false},
+                                        {"properties": {"b": {}}, "required": ["b"]}]})"),
+            "allOf[1].required: 'b' is required by one allOf member and excluded by another's additionalProperties: false");
+  EXPECT_EQ(schema_error(R"({"allOf": []})"), "allOf: must be a non-empty array");
+  EXPECT_EQ(schema_error(R"({"allOf": [true, false]})"), "schema: the schema matches no value");
+  // A reference cycle through allOf ends with an error, not a stack overflow.
+  const std::string cycle = schema_error(R"({"$defs": {"x": {"allOf": [{"$ref": "#/$defs/x"}]}}, "$ref": "#/$defs/x", "type": "string"})");
+  EXPECT_EQ(cycle.substr(0, 18), "allOf[0].allOf[0].") << cycle;
+  EXPECT_EQ(cycle.substr(cycle.size() - 55), ": allOf/anyOf/$ref nest too deeply (a reference cycle?)") << cycle;
+}
+
 TEST(GrammarJsonSchema, JsonObject) {
   const auto g = gbnf(json_object_grammar());
   EXPECT_TRUE(full_match(g, R"({"a": [1, 2.5, {"b": null}], "c": "d\u0041"})"));
