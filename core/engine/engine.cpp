@@ -302,7 +302,17 @@ void Engine::step() {
   metrics_.on_step(step_tokens);
   observe_step(plan, sampled_us - schedule_us);
 
+  step_grammar_ = false;
+  step_grammar_ns_ = 0;
   update(plan, schedule_us, sampled_us);
+  const int64_t step_us = now_us() - schedule_us;
+  ++engine_steps_;
+  engine_step_us_ += step_us;
+  if (step_grammar_) {
+    ++grammar_steps_;
+    grammar_step_us_ += step_us;
+    grammar_ns_ += step_grammar_ns_;
+  }
 }
 
 // update: advance, sample, detokenize, stop, stream, free.
@@ -373,8 +383,16 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
   // The grammar masks the processed row: penalties and biases move probability only among the
   // tokens it allows.
   std::span<const float> allowed = row;
+  // Grammar time: the mask here, the state update and the forced tokens below.
+  const auto grammar_start = std::chrono::steady_clock::now();
+  auto grammar_time = [&](std::chrono::steady_clock::time_point from) {
+    step_grammar_ = true;
+    step_grammar_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from).count();
+  };
   if (req.constraint) {
-    if (!req.constraint->mask(row, masked_row_)) {
+    const bool masked = req.constraint->mask(row, masked_row_);
+    grammar_time(grammar_start);
+    if (!masked) {
       finish(req, FinishReason::kError, "grammar: no token of the vocabulary can continue the output");
       return;
     }
@@ -383,10 +401,12 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
   const int32_t token = draft != nullptr && req.sampling.temperature > 0.0f
                             ? verify_sampled(allowed, req, *draft)
                             : stack_->sample(allowed, req.sampling, req.rng);
+  const auto accept_start = std::chrono::steady_clock::now();
   if (req.constraint && !req.constraint->accept(token)) {
     finish(req, FinishReason::kError, "grammar: the model gives every token the grammar allows no probability");
     return;
   }
+  if (req.constraint) grammar_time(accept_start);
   std::vector<RowLogprobs> logprobs;
   if (req.sampling.logprobs) {
     logprobs.emplace_back();
@@ -396,11 +416,13 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
   std::vector<int32_t> emitted{token};
   if (req.constraint) {
     // Forced tokens have no logits row of their own, so none when logprobs are asked for.
+    const auto forced_start = std::chrono::steady_clock::now();
     if (!req.sampling.logprobs) {
       const int32_t room = std::min(req.sampling.max_tokens - req.num_generated(), info_.max_model_len - req.num_tokens());
       req.constraint->append_forced(emitted, room);
       req.token_ids.insert(req.token_ids.end(), emitted.begin() + 1, emitted.end());
     }
+    grammar_time(forced_start);
   }
   metrics_.on_token(req.id, sampled_us);
   emit(req, std::move(emitted), std::move(logprobs));
@@ -484,8 +506,39 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vecto
     std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.generation_tokens_total += static_cast<int64_t>(new_tokens.size());
   }
-  req.sink(std::move(out));
+  deliver(req, std::move(out));
   if (done) finish(req, *finish_reason, {});
+}
+
+// An output joins the step's pending one while the request coalesces (see request_state.hpp);
+// the last output of the request, or flush_output(), sends what is pending.
+void Engine::deliver(RequestState& req, GenerationOutput&& out) {
+  if (req.pending_output) {
+    GenerationOutput merged = std::move(*req.pending_output);
+    req.pending_output.reset();
+    merged.token_ids.insert(merged.token_ids.end(), out.token_ids.begin(), out.token_ids.end());
+    merged.logprobs.insert(merged.logprobs.end(), std::make_move_iterator(out.logprobs.begin()),
+                           std::make_move_iterator(out.logprobs.end()));
+    if (merged.prompt_logprobs.empty()) merged.prompt_logprobs = std::move(out.prompt_logprobs);
+    merged.text += out.text;
+    merged.finish = out.finish;
+    merged.error = std::move(out.error);
+    merged.completion_tokens = out.completion_tokens;
+    out = std::move(merged);
+  }
+  if (req.coalesce_outputs && !out.finish) {
+    req.pending_output = std::move(out);
+    return;
+  }
+  req.sink(std::move(out));
+}
+
+void Engine::flush_output(RequestState& req) {
+  req.coalesce_outputs = false;
+  if (!req.pending_output) return;
+  GenerationOutput out = std::move(*req.pending_output);
+  req.pending_output.reset();
+  req.sink(std::move(out));
 }
 
 void Engine::leave_queue(RequestState& req) {
@@ -517,6 +570,7 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
   leave_queue(req);
   if (speculation_) speculation_->finish(req);
   stack_->release(id);
+  flush_output(req);  // tokens accepted earlier in this step go out before the error or abort
   // A request finished by emit() has already sent its final output; abort/error send one here,
   // also for the choices it had yet to fork (so every choice of the request ends).
   if (reason == FinishReason::kAbort || reason == FinishReason::kError) {
@@ -552,6 +606,11 @@ void Engine::publish_stats() {
   copies_at_publish_ = stack_->tier_copies_pending();
   std::lock_guard<std::mutex> lock(stats_mutex_);
   stack_->read_stats(stats_);
+  stats_.engine_steps = engine_steps_;
+  stats_.engine_step_seconds = static_cast<double>(engine_step_us_) * 1e-6;
+  stats_.grammar_steps = grammar_steps_;
+  stats_.grammar_step_seconds = static_cast<double>(grammar_step_us_) * 1e-6;
+  stats_.grammar_seconds = static_cast<double>(grammar_ns_) * 1e-9;
   if (speculation_) stats_.spec_decode = speculation_->stats();
 }
 

@@ -58,6 +58,8 @@ class Engine final : public EngineInterface {
   // Sends the final output and releases everything the request holds.
   void finish(RequestState& req, FinishReason reason, std::string error = {});
   void emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs);
+  void deliver(RequestState& req, GenerationOutput&& out);
+  void flush_output(RequestState& req);
   // Samples one token for req from a logits row, with its logprobs when asked for. With a draft,
   // the token is the draft's verification instead (greedy: the argmax, compared by the caller;
   // sampled: speculative sampling against the draft's distribution).
@@ -116,6 +118,11 @@ class Engine final : public EngineInterface {
   std::vector<double> target_probs_;     // [vocab] speculative sampling's target distribution
 
   mutable std::mutex stats_mutex_;
+  // Engine thread: step and grammar time (EngineStats::engine_steps ...), copied at publish.
+  int64_t engine_steps_ = 0, grammar_steps_ = 0;
+  int64_t engine_step_us_ = 0, grammar_step_us_ = 0, grammar_ns_ = 0;
+  int64_t step_grammar_ns_ = 0;  // this step's so far
+  bool step_grammar_ = false;
   bool copies_at_publish_ = false;  // engine thread: tier copies were pending at the last publish
   EngineStats stats_;
   // Histograms are thread-safe on their own; per-request timelines are engine-thread only.

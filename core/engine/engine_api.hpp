@@ -178,6 +178,14 @@ struct EngineStats {
   HistogramSnapshot request_prompt_tokens;
   HistogramSnapshot request_generation_tokens;
   HistogramSnapshot iteration_tokens;   // tokens computed per engine step
+  // Engine steps that ran a batch, their wall time (schedule to the last output), and of those
+  // the steps that sampled under a grammar with the time its masks and state updates took: the
+  // grammar's share of a step is grammar_seconds / the steps' time.
+  int64_t engine_steps = 0;
+  double engine_step_seconds = 0.0;
+  int64_t grammar_steps = 0;
+  double grammar_step_seconds = 0.0;  // wall time of the grammar steps
+  double grammar_seconds = 0.0;
   SloSnapshot slo;                      // SLO attainment, refusals, goodput, step-time model
   SemanticCacheSnapshot semantic_cache;  // hits, misses, stores ... of [semantic_cache]
   SpecDecodeStats spec_decode;

@@ -41,6 +41,7 @@ size_t Engine::verify_drafts(RequestState& req, std::span<const float> rows, int
   req.num_computed_tokens += 1;
   int32_t accepted = 0;
   bool alive = true;
+  req.coalesce_outputs = true;  // one streamed chunk for every token this step accepts
   for (int32_t j = 0; j <= n; ++j) {
     const std::span<const float> row = rows.subspan(static_cast<size_t>(j) * vocab, vocab);
     const size_t before = req.token_ids.size();
@@ -65,6 +66,7 @@ size_t Engine::verify_drafts(RequestState& req, std::span<const float> rows, int
   }
   speculation_->observe(id, n, accepted);
   if (alive) {
+    flush_output(req);
     // Roll back: the rejected drafts' K/V sits past num_computed_tokens; their blocks go back.
     stack_->cache_trim(req.view(), req.num_computed_tokens);
     stack_->cache_commit(req.view());

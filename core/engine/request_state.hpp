@@ -52,6 +52,10 @@ struct RequestState {
   // after preemption does not record a position twice. Sent with the first output.
   std::vector<RowLogprobs> prompt_logprobs;
   bool prompt_logprobs_sent = false;
+  // While one step verifies drafts, the outputs of the tokens it accepts are merged here and
+  // reach the sink as one (a streamed chunk carries every token of the step).
+  bool coalesce_outputs = false;
+  std::optional<GenerationOutput> pending_output;
 };
 
 }  // namespace loom

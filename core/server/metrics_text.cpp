@@ -315,6 +315,15 @@ std::string render_metrics(const EngineStats& s, const std::string& model_name,
                   s.request_generation_tokens);
   w.add_histogram("iteration_tokens_total", "Histogram of number of tokens per engine_step.",
                   s.iteration_tokens);
+  w.add("engine_steps_total", "counter", "Engine steps that ran a batch.", num(s.engine_steps));
+  w.add("engine_step_seconds_total", "counter", "Wall time of those steps, from scheduling to the last output.",
+        s.engine_step_seconds);
+  w.add("grammar_steps_total", "counter", "Engine steps that sampled a request under a grammar.", num(s.grammar_steps));
+  w.add("grammar_step_seconds_total", "counter", "Wall time of the steps that sampled under a grammar.",
+        s.grammar_step_seconds);
+  w.add("grammar_seconds_total", "counter",
+        "Time spent masking logits with grammars and advancing their state (a share of grammar_step_seconds_total).",
+        s.grammar_seconds);
   add_tier_metrics(w, s);
   add_slo_metrics(w, s.slo);
   add_semantic_cache_metrics(w, s.semantic_cache);

@@ -1,6 +1,7 @@
 // Structured outputs through the real server on the demo model at temperature 1: every output
 // under a JSON schema is JSON that meets the schema, regex and choice outputs match, with n > 1
-// forks, prefix caching and preemption (a pool too small for the batch); malformed constraints
+// forks, prefix caching, preemption (a pool too small for the batch) and speculative decoding
+// (sampled outputs validate, greedy ones equal those without it); malformed constraints
 // are 400s naming the field. On SmolLM2 (when build/models has it): 200 strict-schema outputs
 // all validate.
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "e2e/e2e_server.hpp"
 
@@ -112,6 +114,51 @@ TEST(E2eStructuredOutput, JsonSchemaOutputsValidateUnderPreemption) {
   EXPECT_GT(server.metrics().at("loom:num_preemptions_total"), 0.0);
 }
 
+// Prompt lookup drafts the schema's keys from the example in the prompt; verification samples
+// under the grammar's mask, so sampled outputs still validate and greedy ones are unchanged.
+const std::string kSpeculator = "[speculator]\nplugin = \"ngram\"\nnum_speculative_tokens = 4\nadaptive = false\n";
+const std::string kExamplePrompt = R"(Once upon a time {"name": "Lily", "age": 5, "mood": "happy", "pets": ["cat"]})";
+
+TEST(E2eStructuredOutput, JsonSchemaOutputsValidateWithSpeculation) {
+  LiveServer server(demo_config(kPagedPrefix + kSpeculator));
+  const json body = {{"prompt", kExamplePrompt},
+                     {"max_tokens", 160},
+                     {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "kid"}, {"schema", kSchema}, {"strict", true}}}}}};
+  sample_all(server, "/v1/completions", body, 2, 8, [](const std::string& text) {
+    json doc;
+    ASSERT_NO_THROW(doc = json::parse(text)) << text;
+    expect_valid(doc, text);
+  });
+  const auto metrics = server.metrics();
+  EXPECT_GT(metrics.at("loom:spec_decode_num_accepted_tokens_total"), 0.0) << "no draft was accepted";
+  EXPECT_LT(metrics.at("loom:spec_decode_num_accepted_tokens_total"), metrics.at("loom:spec_decode_num_draft_tokens_total"));
+}
+
+TEST(E2eStructuredOutput, GreedyConstrainedOutputIsTheSameWithSpeculation) {
+  const std::string re = "(Tom|Lily) (is|was) [a-z]{1,8}( [a-z]{1,8}){0,3}\\.";
+  const std::vector<json> bodies = {
+      {{"prompt", kExamplePrompt}, {"max_tokens", 160}, {"guided_json", kSchema}},
+      {{"prompt", kExamplePrompt}, {"max_tokens", 64}, {"structured_outputs", {{"regex", re}}}},
+      {{"prompt", "Lily was happy. Tom was sad. Lily was"}, {"max_tokens", 64}, {"structured_outputs", {{"regex", re}}}},
+  };
+  std::vector<std::string> plain, spec;
+  for (bool speculate : {false, true}) {
+    LiveServer server(demo_config(kPagedPrefix + (speculate ? kSpeculator : "")));
+    for (json body : bodies) {
+      body["temperature"] = 0.0;
+      const json r = post_ok(server, "/v1/completions", body);
+      (speculate ? spec : plain).push_back(text_of(r["choices"][0]));
+    }
+    if (speculate) {
+      EXPECT_GT(server.metrics().at("loom:spec_decode_num_accepted_tokens_total"), 0.0);
+    }
+  }
+  EXPECT_EQ(spec, plain);
+  json doc;
+  ASSERT_NO_THROW(doc = json::parse(plain[0])) << plain[0];
+  expect_valid(doc, plain[0]);
+}
+
 TEST(E2eStructuredOutput, RegexAndChoiceOutputsMatch) {
   LiveServer server(demo_config(kPagedPrefix));
   const std::string re = "(Tom|Lily) (is|was) [a-z]{1,8}( [a-z]{1,8}){0,3}\\.";
@@ -162,7 +209,14 @@ TEST(E2eStructuredOutput, ForcedTokensAreEmittedWithoutAModelStep) {
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r["usage"]["completion_tokens"], 7);
   // Two steps: the prompt (sampling the first byte), then the six tokens sampled or forced since.
-  EXPECT_EQ(server.metrics().at("loom:iteration_tokens_total_count"), 2.0);
+  const auto m = server.metrics();
+  EXPECT_EQ(m.at("loom:iteration_tokens_total_count"), 2.0);
+  // Both steps sampled under the grammar; its time is a part of theirs.
+  EXPECT_EQ(m.at("loom:engine_steps_total"), 2.0);
+  EXPECT_EQ(m.at("loom:grammar_steps_total"), 2.0);
+  EXPECT_GT(m.at("loom:grammar_seconds_total"), 0.0);
+  EXPECT_LT(m.at("loom:grammar_seconds_total"), m.at("loom:grammar_step_seconds_total"));
+  EXPECT_LE(m.at("loom:grammar_step_seconds_total"), m.at("loom:engine_step_seconds_total"));
 }
 
 TEST(E2eStructuredOutput, MalformedConstraintsAre400NamingTheField) {

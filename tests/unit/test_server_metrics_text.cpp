@@ -34,6 +34,11 @@ EngineStats fixed_stats() {
   s.kv_cached_blocks = 1;
   s.kv_num_seqs = 1;
   s.num_preemptions = 4;
+  s.engine_steps = 12;
+  s.engine_step_seconds = 1.5;
+  s.grammar_steps = 3;
+  s.grammar_step_seconds = 0.25;
+  s.grammar_seconds = 0.0625;
   s.kv_swapped_out_blocks = 6;
   s.kv_swapped_in_blocks = 5;
   s.requests_finished = 7;
@@ -179,6 +184,22 @@ TEST(ServerMetricsText, FixedSnapshotRendersExactly) {
       empty_histogram("loom:request_generation_tokens", "Number of generation tokens processed.") +
       empty_histogram("loom:iteration_tokens_total",
                       "Histogram of number of tokens per engine_step.") +
+      "# HELP loom:engine_steps_total Engine steps that ran a batch.\n"
+      "# TYPE loom:engine_steps_total counter\n"
+      "loom:engine_steps_total{model_name=\"m\"} 12\n"
+      "# HELP loom:engine_step_seconds_total Wall time of those steps, from scheduling to the last output.\n"
+      "# TYPE loom:engine_step_seconds_total counter\n"
+      "loom:engine_step_seconds_total{model_name=\"m\"} 1.5\n"
+      "# HELP loom:grammar_steps_total Engine steps that sampled a request under a grammar.\n"
+      "# TYPE loom:grammar_steps_total counter\n"
+      "loom:grammar_steps_total{model_name=\"m\"} 3\n"
+      "# HELP loom:grammar_step_seconds_total Wall time of the steps that sampled under a grammar.\n"
+      "# TYPE loom:grammar_step_seconds_total counter\n"
+      "loom:grammar_step_seconds_total{model_name=\"m\"} 0.25\n"
+      "# HELP loom:grammar_seconds_total Time spent masking logits with grammars and advancing their state (a share "
+      "of grammar_step_seconds_total).\n"
+      "# TYPE loom:grammar_seconds_total counter\n"
+      "loom:grammar_seconds_total{model_name=\"m\"} 0.0625\n" +
       empty_slo_block();
   EXPECT_EQ(render_metrics(fixed_stats(), "m"), expected);
 }
@@ -312,8 +333,9 @@ TEST(ServerMetricsText, VllmPrefixRenamesEveryMetric) {
     ++renamed;
   }
   // 26 metrics x (HELP + TYPE), then samples: 14 plain, 5 + 2 labeled, 6 of the TTFT histogram,
-  // 3 of each of the 9 empty histograms; then the 12 of the SLO block with 12 samples.
-  EXPECT_EQ(renamed, (26u + 12u) * 2 + 14u + 7u + 6u + 9u * 3 + 12u);
+  // 3 of each of the 9 empty histograms; the 5 step and grammar counters; then the 12 of the SLO
+  // block with 12 samples.
+  EXPECT_EQ(renamed, (26u + 5u + 12u) * 2 + 14u + 7u + 6u + 9u * 3 + 5u + 12u);
   const std::string text = render_metrics(fixed_stats(), "m", "vllm");
   EXPECT_EQ(text, expected);
   EXPECT_EQ(text.find("loom:"), std::string::npos);
