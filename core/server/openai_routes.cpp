@@ -11,6 +11,7 @@
 #include "core/server/metrics_text.hpp"
 #include "core/server/template_routes.hpp"
 #include "core/server/tokenize_routes.hpp"
+#include "core/server/tokenizer_info_route.hpp"
 #include "core/server/openai_responses.hpp"
 
 namespace loom {
@@ -132,6 +133,8 @@ void add_openai_routes(HttpRouter& router, EngineInterface& engine, OpenAiRouteO
   }
   router.add(http::verb::get, "/metrics",
              [api](const HttpRequest& r, ExchangePtr ex) { handle_metrics(*api, r, ex); });
+  router.add(http::verb::get, "/tokenizer_info",
+             [api](const HttpRequest& r, ExchangePtr ex) { handle_tokenizer_info(*api, r, ex); });
   add_json_post(router, api, "/apply-template", prepare_apply_template);
   add_json_post(router, api, "/tokenize", prepare_tokenize);
   add_json_post(router, api, "/detokenize", prepare_detokenize);

@@ -1,4 +1,4 @@
-// /tokenize and /detokenize over HTTP against the fake engine's byte tokenizer (each byte one id,
+// /tokenize, /detokenize and /tokenizer_info over HTTP against the fake engine's byte tokenizer (each byte one id,
 // BOS = 256): both peers' request shapes, pieces, chat bodies and bad requests.
 #include <gtest/gtest.h>
 
@@ -61,6 +61,16 @@ TEST_F(ServerTokenize, ChatBodyIsRenderedLikeChatCompletions) {
   // The fake engine has no template: the fallback format is "content\n" per message, plus BOS.
   const json r = post("/tokenize", R"({"messages": [{"role": "user", "content": "hi"}]})");
   EXPECT_EQ(r["tokens"], json::parse("[256, 104, 105, 10]"));
+}
+
+// vLLM's GET /tokenizer_info: the special tokens as text, what encoding adds, the context length;
+// no template on the fake engine, so null.
+TEST_F(ServerTokenize, TokenizerInfoDescribesTheServedTokenizer) {
+  const auto r = client_->get("/tokenizer_info");
+  ASSERT_EQ(r.status, 200u) << r.body;
+  EXPECT_EQ(json::parse(r.body), json::parse(R"({"tokenizer_class": "LoomGgufTokenizer", "bos_token": "<s>",
+      "eos_token": "</s>", "pad_token": null, "unk_token": null, "add_bos_token": true, "add_eos_token": false,
+      "model_max_length": 64, "vocab_size": 258, "chat_template": null})"));
 }
 
 TEST_F(ServerTokenize, BadRequestsNameTheField) {
