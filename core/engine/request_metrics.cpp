@@ -73,7 +73,9 @@ void RequestMetrics::on_token(uint64_t id, int64_t now_us) {
     t.first_token_us = now_us;
     time_to_first_token_.observe(seconds(now_us - t.arrival_us));
     t.ttft_met = slo_.on_first_token(t.priority, now_us - t.arrival_us, t.slo.ttft_ms);
-  } else {
+  } else if (now_us != t.last_token_us) {
+    // One gap per step that gave the request output, as vLLM counts it: the tokens one step
+    // accepts (speculation) reach the client together, with no latency between them.
     inter_token_latency_.observe(seconds(now_us - t.last_token_us));
   }
   t.last_token_us = now_us;
