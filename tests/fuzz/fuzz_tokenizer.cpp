@@ -1,8 +1,8 @@
 // Every tokenizer kind on arbitrary input: SentencePiece BPE (stories260K.gguf), byte-level BPE
-// (Qwen3's and Llama 3's tokenizer.json). Encode of arbitrary bytes with and without special-token
+// (Qwen3's tokenizer.json). Encode of arbitrary bytes with and without special-token
 // parsing, decode of arbitrary ids (in and just past the vocabulary) and the incremental
 // detokenizer over them. A loom::Error is an answer; anything else escaping, or a crash, is not.
-// Selector byte: low 2 bits pick the tokenizer, bit 2 = ids instead of text.
+// Selector byte: low bit picks the tokenizer, bit 2 = ids instead of text.
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -22,7 +22,6 @@ const std::vector<std::unique_ptr<loom::Tokenizer>>& tokenizers() {
     std::vector<std::unique_ptr<loom::Tokenizer>> t;
     t.push_back(loom::load_tokenizer(loom::GgufFile::open(loom::fuzz::data_path("stories260K.gguf"))));
     t.push_back(loom::load_tokenizer_json(loom::fuzz::data_path("hf_tokenizers/qwen3/tokenizer.json")));
-    t.push_back(loom::load_tokenizer_json(loom::fuzz::data_path("hf_tokenizers/llama3/tokenizer.json")));
     return t;
   }();
   return all;
@@ -30,10 +29,16 @@ const std::vector<std::unique_ptr<loom::Tokenizer>>& tokenizers() {
 
 }  // namespace
 
+// Loading takes seconds under ASan; done here, it does not count against a unit's -timeout.
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  (void)tokenizers();
+  return 0;
+}
+
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto [selector, rest] = loom::fuzz::select(data, size);
   const auto& all = tokenizers();
-  const loom::Tokenizer& tok = *all[(selector & 3u) % all.size()];
+  const loom::Tokenizer& tok = *all[selector & 1u];
   try {
     std::vector<int32_t> ids;
     if (selector & 4u) {
