@@ -77,7 +77,9 @@ class RegexCompiler {
       std::string atom = parse_atom();
       std::string quant = parse_quantifier(at);
       if (!out.empty()) out += ' ';
-      out += quant.empty() ? atom : "(" + atom + ")" + quant;
+      // An atom that matches only "" (e.g. "()", "(|)") repeated is still only ""; GBNF has
+      // nothing to repeat there, so the quantifier is dropped.
+      out += quant.empty() || matches_only_empty(atom) ? atom : "(" + atom + ")" + quant;
     }
     return out.empty() ? "\"\"" : out;
   }
@@ -101,6 +103,12 @@ class RegexCompiler {
     if (peek() == '+') fail("possessive quantifiers are not supported");
     if (peek() == '*' || peek() == '{') fail_at(atom_at, "nothing to repeat");
     return q;
+  }
+
+  // True for GBNF text made of empty literals, parentheses and alternation only.
+  static bool matches_only_empty(std::string text) {
+    for (size_t at; (at = text.find("\"\"")) != std::string::npos;) text.erase(at, 2);
+    return text.find_first_not_of("()| ") == std::string::npos;
   }
 
   // The bounds go to GBNF as written, so they are refused here as Python's re does (and past the
