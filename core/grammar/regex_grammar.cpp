@@ -1,12 +1,16 @@
 #include "core/grammar/regex_grammar.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "core/common/error.hpp"
 #include "core/grammar/gbnf_text.hpp"
+#include "core/grammar/grammar.hpp"
 #include "core/grammar/utf8_ranges.hpp"
 
 namespace loom {
@@ -73,7 +77,9 @@ class RegexCompiler {
       std::string atom = parse_atom();
       std::string quant = parse_quantifier(at);
       if (!out.empty()) out += ' ';
-      out += quant.empty() ? atom : "(" + atom + ")" + quant;
+      // An atom that matches only "" (e.g. "()", "(|)") repeated is still only ""; GBNF has
+      // nothing to repeat there, so the quantifier is dropped.
+      out += quant.empty() || matches_only_empty(atom) ? atom : "(" + atom + ")" + quant;
     }
     return out.empty() ? "\"\"" : out;
   }
@@ -89,6 +95,7 @@ class RegexCompiler {
       while (peek() != '}') ++pos_;
       ++pos_;
       q = std::string(re_.substr(start, pos_ - start));
+      check_bounds(start, q);
     } else {
       return q;
     }
@@ -96,6 +103,31 @@ class RegexCompiler {
     if (peek() == '+') fail("possessive quantifiers are not supported");
     if (peek() == '*' || peek() == '{') fail_at(atom_at, "nothing to repeat");
     return q;
+  }
+
+  // True for GBNF text made of empty literals, parentheses and alternation only.
+  static bool matches_only_empty(std::string text) {
+    for (size_t at; (at = text.find("\"\"")) != std::string::npos;) text.erase(at, 2);
+    return text.find_first_not_of("()| ") == std::string::npos;
+  }
+
+  // The bounds go to GBNF as written, so they are refused here as Python's re does (and past the
+  // grammar's repetition cap), naming the regex offset, not as a GBNF error about text the
+  // client never wrote.
+  void check_bounds(size_t at, const std::string& q) const {
+    const size_t comma = q.find(',');
+    const auto count = [&](std::string_view digits) {
+      int64_t v = 0;
+      for (char d : digits) {
+        v = v * 10 + (d - '0');
+        if (v > kMaxRepetition) fail_at(at, "repetition count above " + std::to_string(kMaxRepetition));
+      }
+      return v;
+    };
+    const int64_t min = count(std::string_view(q).substr(1, std::min(comma, q.size() - 1) - 1));
+    if (comma == std::string::npos || comma + 2 == q.size()) return;  // {m} or {m,}
+    const int64_t max = count(std::string_view(q).substr(comma + 1, q.size() - comma - 2));
+    if (max < min) fail_at(at, "min repeat greater than max repeat in '" + q + "'");
   }
 
   // {m}, {m,}, {m,n}; anything else after '{' is a literal '{' as in Python.

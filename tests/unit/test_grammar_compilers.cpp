@@ -332,6 +332,14 @@ TEST(GrammarRegex, RefusalsNameTheConstruct) {
   EXPECT_EQ(err("(?i)a"), "regex offset 0: inline flags or group extensions '(?i' are not supported");
   EXPECT_EQ(err("(ab"), "regex offset 0: unbalanced '('");
   EXPECT_EQ(err("ab)"), "regex offset 2: unbalanced ')'");
+  // Found by fuzz_grammar: bounds were passed to GBNF unchecked, so the compiled grammar did not parse.
+  EXPECT_EQ(err("(ab|cd){4,3}x?"), "regex offset 7: min repeat greater than max repeat in '{4,3}'");
+  EXPECT_EQ(err("a{10001}"), "regex offset 1: repetition count above 10000");
+  EXPECT_EQ(err("a{2,99999999999999999999}"), "regex offset 1: repetition count above 10000");
+  EXPECT_NO_THROW(gbnf(regex_grammar("a{3,3}b{0,}c{10000}")));
+  // Also found by fuzz_grammar: a group that matches only "" under a quantifier.
+  EXPECT_TRUE(full_match(gbnf(regex_grammar("a()?(|)*b(()){2}")), "ab"));
+  EXPECT_TRUE(full_match(gbnf(regex_grammar("(\\(|\\))?x")), "(x"));
   EXPECT_EQ(err("*a"), "regex offset 0: nothing to repeat");
   EXPECT_EQ(err("a**"), "regex offset 0: nothing to repeat");
   EXPECT_EQ(err("a++"), "regex offset 2: possessive quantifiers are not supported");
