@@ -384,12 +384,14 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
   // tokens it allows.
   std::span<const float> allowed = row;
   // Grammar time: the mask here, the state update and the forced tokens below.
-  const auto grammar_start = std::chrono::steady_clock::now();
-  auto grammar_time = [&](std::chrono::steady_clock::time_point from) {
+  // Clocks are read only for constrained requests: a free one pays nothing here.
+  using Clock = std::chrono::steady_clock;
+  auto grammar_time = [&](Clock::time_point from) {
     step_grammar_ = true;
-    step_grammar_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - from).count();
+    step_grammar_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - from).count();
   };
   if (req.constraint) {
+    const Clock::time_point grammar_start = Clock::now();
     const bool masked = req.constraint->mask(row, masked_row_);
     grammar_time(grammar_start);
     if (!masked) {
@@ -401,7 +403,7 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
   const int32_t token = draft != nullptr && req.sampling.temperature > 0.0f
                             ? verify_sampled(allowed, req, *draft)
                             : stack_->sample(allowed, req.sampling, req.rng);
-  const auto accept_start = std::chrono::steady_clock::now();
+  const Clock::time_point accept_start = req.constraint ? Clock::now() : Clock::time_point{};
   if (req.constraint && !req.constraint->accept(token)) {
     finish(req, FinishReason::kError, "grammar: the model gives every token the grammar allows no probability");
     return;
@@ -416,7 +418,7 @@ void Engine::sample_into(RequestState& req, std::span<const float> raw_row, int6
   std::vector<int32_t> emitted{token};
   if (req.constraint) {
     // Forced tokens have no logits row of their own, so none when logprobs are asked for.
-    const auto forced_start = std::chrono::steady_clock::now();
+    const Clock::time_point forced_start = Clock::now();
     if (!req.sampling.logprobs) {
       const int32_t room = std::min(req.sampling.max_tokens - req.num_generated(), info_.max_model_len - req.num_tokens());
       req.constraint->append_forced(emitted, room);
