@@ -22,11 +22,22 @@ ChatOutput::ChatOutput(const ChatOutputSettings& s) : parallel_(s.parallel_tool_
   if (s.tool_calls != ToolCallFormat::kNone) tools_ = std::make_unique<ToolCallParser>(s.tool_calls);
 }
 
+std::vector<ToolCallOut> join_tool_call_pieces(std::vector<ToolCallOut> pieces) {
+  std::vector<ToolCallOut> calls;
+  for (ToolCallOut& p : pieces) {
+    if (p.begins) calls.push_back(std::move(p));
+    else if (!calls.empty() && calls.back().index == p.index) calls.back().arguments += p.arguments;
+  }
+  return calls;
+}
+
 void ChatOutput::take(ToolCallDelta&& d, ChatDelta& out) {
   out.content += d.content;
-  for (ParsedToolCall& c : d.calls) {
-    if (!parallel_ && num_calls_ >= 1) continue;  // parallel_tool_calls: false keeps the first
-    out.calls.push_back(ToolCallOut{num_calls_++, make_tool_call_id(), std::move(c.name), std::move(c.arguments)});
+  for (ToolCallFragment& f : d.fragments) {
+    if (!parallel_ && f.call >= 1) continue;  // parallel_tool_calls: false keeps the first
+    if (f.begins) ++num_calls_;
+    out.calls.push_back(ToolCallOut{f.call, f.begins, f.begins ? make_tool_call_id() : "", std::move(f.name),
+                                    std::move(f.arguments)});
   }
 }
 

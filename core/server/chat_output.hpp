@@ -21,12 +21,18 @@ struct ChatOutputSettings {
   bool parallel_tool_calls = true;         // false: only the first call is returned
 };
 
+// A tool call of the choice, or (streaming) a piece of one: the first piece of a call carries
+// its id and name, every piece the next part of its arguments.
 struct ToolCallOut {
-  int32_t index = 0;  // 0.. in order of the calls of the choice
-  std::string id;     // "call_" + 24 random hex digits
-  std::string name;
+  int32_t index = 0;    // 0.. in order of the calls of the choice
+  bool begins = true;   // the call's first piece
+  std::string id;       // "call_" + 24 random hex digits (first piece)
+  std::string name;     // (first piece)
   std::string arguments;  // JSON text
 };
+
+// The pieces of a choice's calls joined into whole calls, in order of index.
+std::vector<ToolCallOut> join_tool_call_pieces(std::vector<ToolCallOut> pieces);
 
 struct ChatDelta {
   std::string reasoning;

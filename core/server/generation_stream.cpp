@@ -166,8 +166,8 @@ void GenerationStream::reply_whole(HttpExchange& exchange) {
         ChatDelta rest = parser.flush();
         result.reasoning = whole.reasoning + rest.reasoning;
         result.text = whole.content + rest.content;
-        result.tool_calls = std::move(whole.calls);
-        result.tool_calls.insert(result.tool_calls.end(), rest.calls.begin(), rest.calls.end());
+        whole.calls.insert(whole.calls.end(), rest.calls.begin(), rest.calls.end());
+        result.tool_calls = join_tool_call_pieces(std::move(whole.calls));
       }
       if (settings_.prompt_logprobs) result.prompt_logprobs = prompt_logprobs_json(c, p);
       results.push_back(std::move(result));
@@ -253,8 +253,12 @@ void GenerationStream::stream_parsed_chat(HttpExchange& exchange, int32_t index,
     if (has_logprobs) chunk.logprobs = logprobs_json(choice, 0, false, out.token_ids, out.logprobs);
     write_chunk(exchange, chunk);
   }
-  for (const ToolCallOut& call : delta.calls) {
-    for (Json d : {tool_call_header_delta(call), tool_call_arguments_delta(call)}) {
+  // As OpenAI streams a call: index, id and name first, then its arguments piece by piece.
+  for (const ToolCallOut& piece : delta.calls) {
+    std::vector<Json> deltas;
+    if (piece.begins) deltas.push_back(tool_call_header_delta(piece));
+    if (!piece.arguments.empty()) deltas.push_back(tool_call_arguments_delta(piece));
+    for (Json& d : deltas) {
       ChunkChoice c;
       c.index = index;
       c.tool_calls = Json::array({std::move(d)});

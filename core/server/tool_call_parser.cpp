@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "core/common/error.hpp"
 
@@ -55,26 +56,6 @@ ToolCallFormat tool_call_format_from_template(std::string_view t) {
   return ToolCallFormat::kNone;
 }
 
-size_t json_value_end(std::string_view s) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < s.size(); ++i) {
-    const char c = s[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') ++depth;
-    else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
-
 ToolCallParser::ToolCallParser(ToolCallFormat format) : format_(format) {
   if (format_ == ToolCallFormat::kNone) state_ = State::kDone;
 }
@@ -86,25 +67,121 @@ ToolCallDelta ToolCallParser::push(std::string_view text) {
 
 ToolCallDelta ToolCallParser::flush() { return drain(true); }
 
-// One call object ({"name", "arguments"|"parameters"}) or, for Mistral, an array of them.
-bool ToolCallParser::take_call_json(std::string_view json, ToolCallDelta& out) {
-  const nlohmann::json v = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
-  std::vector<ParsedToolCall> calls;
-  auto one = [&](const nlohmann::json& c) {
-    if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return false;
-    const auto args = c.contains("arguments") ? c["arguments"] : c.contains("parameters") ? c["parameters"]
-                                                                                          : nlohmann::json::object();
-    // Arguments sent as a JSON string are kept as that string's text, as OpenAI returns them.
-    calls.push_back({c["name"].get<std::string>(), args.is_string() ? args.get<std::string>() : args.dump()});
+void ToolCallParser::advance_call(std::string_view object, size_t usable, ToolCallDelta& out) {
+  object = object.substr(0, usable);
+  const bool begins = !streaming_;
+  if (begins) {
+    CallObjectScan scan = scan_call_object(object);
+    if (!scan.streamable) return;
+    streaming_ = true;
+    arguments_begin_ = scan.arguments_begin;
+    arguments_sent_ = 0;
+    out.fragments.push_back(ToolCallFragment{next_call_, true, std::move(scan.name), ""});
+  }
+  const std::string_view rest = object.substr(arguments_begin_);
+  const size_t end = json_value_end(rest);
+  const std::string compact = compact_json(rest.substr(0, end == std::string_view::npos ? rest.size() : end));
+  if (compact.size() <= arguments_sent_) return;
+  std::string piece = compact.substr(arguments_sent_);
+  arguments_sent_ = compact.size();
+  if (begins) out.fragments.back().arguments = std::move(piece);
+  else out.fragments.push_back(ToolCallFragment{next_call_, false, "", std::move(piece)});
+}
+
+bool ToolCallParser::end_call(std::string_view object, ToolCallDelta& out) {
+  advance_call(object, object.size(), out);
+  if (streaming_) {
+    streaming_ = false;
+    ++next_call_;
+    give_back_.clear();
     return true;
-  };
-  if (v.is_array()) {
-    for (const auto& c : v)
-      if (!one(c)) return false;
-  } else if (!one(v)) {
+  }
+  // Not streamed: the whole object, {"name", "arguments"|"parameters"}, or not a call.
+  const nlohmann::json c = nlohmann::json::parse(object, nullptr, /*allow_exceptions=*/false);
+  if (!c.is_object() || !c.contains("name") || !c["name"].is_string()) return false;
+  const auto args = c.contains("arguments") ? c["arguments"] : c.contains("parameters") ? c["parameters"]
+                                                                                        : nlohmann::json::object();
+  // Arguments sent as a JSON string are kept as that string's text, as OpenAI returns them.
+  out.fragments.push_back(ToolCallFragment{next_call_++, true, c["name"].get<std::string>(),
+                                           args.is_string() ? args.get<std::string>() : args.dump()});
+  give_back_.clear();
+  return true;
+}
+
+// Hermes: the body between <tool_call> and the first </tool_call> (or the end of output).
+bool ToolCallParser::drain_hermes(bool final, ToolCallDelta& out) {
+  const size_t end = pending_.find(kHermesEnd);
+  const std::string_view text(pending_);
+  if (end == std::string::npos && !final) {
+    const size_t at = skip_space(text);
+    if (at < text.size() && text[at] == '{')
+      advance_call(text.substr(at), text.size() - partial_suffix(text, kHermesEnd) - at, out);
     return false;
   }
-  out.calls.insert(out.calls.end(), calls.begin(), calls.end());
+  const std::string_view body = text.substr(0, end == std::string::npos ? text.size() : end);
+  const size_t at = skip_space(body);
+  if (!end_call(body.substr(at), out)) {
+    out.content += std::string(kHermesStart) + std::string(body) + (end == std::string::npos ? "" : std::string(kHermesEnd));
+  }
+  pending_.erase(0, end == std::string::npos ? pending_.size() : end + kHermesEnd.size());
+  state_ = State::kText;
+  return !(final && pending_.empty());
+}
+
+// Llama 3 (objects after optional whitespace, several separated by ';') and Mistral (an array
+// of objects, or one object): the next call object. False when more text is needed.
+bool ToolCallParser::drain_json_call(bool final, ToolCallDelta& out) {
+  const bool mistral = format_ == ToolCallFormat::kMistral;
+  const bool in_array = state_ == State::kInArray;
+  size_t i = skip_space(pending_);
+  const char separator = in_array ? ',' : ';';
+  if ((in_array || format_ == ToolCallFormat::kLlama3Json) && i < pending_.size() && pending_[i] == separator)
+    i = skip_space(pending_, i + 1);
+  if (i == pending_.size()) {
+    if (!final) return false;
+    out.content += give_back_;
+    give_back_.clear();
+    pending_.clear();
+    state_ = State::kDone;
+    return true;
+  }
+  if (mistral && state_ == State::kInCall && pending_[i] == '[') {
+    give_back_ += pending_.substr(0, i + 1);
+    pending_.erase(0, i + 1);
+    state_ = State::kInArray;
+    return true;
+  }
+  if (in_array && pending_[i] == ']') {
+    give_back_.clear();  // [TOOL_CALLS][] is an empty list of calls
+    pending_.erase(0, i + 1);
+    state_ = State::kText;
+    return true;
+  }
+  if (pending_[i] != '{') {
+    // Not JSON: text (Mistral's marker given back with it).
+    out.content += give_back_;
+    give_back_.clear();
+    state_ = mistral ? State::kText : State::kDone;
+    return true;
+  }
+  const std::string_view object = std::string_view(pending_).substr(i);
+  const size_t len = json_value_end(object);
+  if (len == std::string_view::npos && !final) {
+    advance_call(object, object.size(), out);
+    return false;
+  }
+  // Complete, or cut by the end of output: a streamed call ends here; unfinished JSON that
+  // never became one is given back as text.
+  const std::string_view whole = object.substr(0, len == std::string_view::npos ? object.size() : len);
+  const bool called = (len != std::string_view::npos || streaming_) && end_call(whole, out);
+  if (!called) {
+    out.content += give_back_ + pending_.substr(0, i) + std::string(whole);
+    give_back_.clear();
+  }
+  pending_.erase(0, i + whole.size());
+  // Mistral: after one object, or once a list element is not a call, the rest is text.
+  if (len == std::string_view::npos) state_ = State::kDone;
+  else if (mistral && (!in_array || !called)) state_ = State::kText;
   return true;
 }
 
@@ -151,55 +228,14 @@ ToolCallDelta ToolCallParser::drain(bool final) {
         }
         out.content += pending_.substr(0, at);
         pending_.erase(0, at + marker.size());
+        if (format_ == ToolCallFormat::kMistral) give_back_ = kMistralStart;
         state_ = State::kInCall;
         break;
       }
-      case State::kInCall: {
-        if (format_ == ToolCallFormat::kHermes) {
-          const size_t end = pending_.find(kHermesEnd);
-          if (end == std::string::npos && !final) return out;
-          const std::string body = pending_.substr(0, end == std::string::npos ? pending_.size() : end);
-          if (!take_call_json(body, out)) {
-            out.content += std::string(kHermesStart) + body + (end == std::string::npos ? "" : std::string(kHermesEnd));
-          }
-          pending_.erase(0, end == std::string::npos ? pending_.size() : end + kHermesEnd.size());
-          state_ = State::kText;
-          if (final && pending_.empty()) return out;
-          break;
-        }
-        // JSON formats: one object (Llama 3, several separated by ';') or an array (Mistral)
-        // after optional whitespace.
-        size_t i = skip_space(pending_);
-        if (format_ == ToolCallFormat::kLlama3Json && i < pending_.size() && pending_[i] == ';')
-          i = skip_space(pending_, i + 1);
-        if (i == pending_.size()) {
-          if (!final) return out;
-          pending_.clear();
-          state_ = State::kDone;
-          break;
-        }
-        if (pending_[i] != '{' && pending_[i] != '[') {
-          // Not JSON: text (Mistral's marker given back with it).
-          if (format_ == ToolCallFormat::kMistral) out.content += kMistralStart;
-          state_ = format_ == ToolCallFormat::kMistral ? State::kText : State::kDone;
-          break;
-        }
-        const size_t len = json_value_end(std::string_view(pending_).substr(i));
-        if (len == std::string_view::npos) {
-          if (!final) return out;
-          // Unfinished JSON at the end: give it back as text.
-          out.content += (format_ == ToolCallFormat::kMistral ? std::string(kMistralStart) : "") + pending_;
-          pending_.clear();
-          state_ = State::kDone;
-          break;
-        }
-        const std::string json = pending_.substr(i, len);
-        if (!take_call_json(json, out)) {
-          out.content += (format_ == ToolCallFormat::kMistral ? std::string(kMistralStart) : "") + json;
-        }
-        pending_.erase(0, i + len);
-        // Mistral: back to text; Llama 3: another call may follow (the loop decides).
-        if (format_ == ToolCallFormat::kMistral) state_ = State::kText;
+      case State::kInCall:
+      case State::kInArray: {
+        const bool more = format_ == ToolCallFormat::kHermes ? drain_hermes(final, out) : drain_json_call(final, out);
+        if (!more) return out;
         break;
       }
     }

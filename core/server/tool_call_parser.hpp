@@ -4,9 +4,14 @@
 //                                       <|python_tag|>, several separated by ';'
 //   mistral  Mistral:                   [TOOL_CALLS][{"name": ..., "arguments": {...}}, ...]
 // Incremental: text arrives in stream chunks split at any byte; a marker split across chunks is
-// held back until it is whole or cannot be one, and a call is returned once, when its JSON is
-// complete. Text outside calls is content. A block that does not parse as a call is given back
-// as content, never dropped.
+// held back until it is whole or cannot be one. A call is streamed as it is generated: once its
+// text names the function before an arguments object, its first fragment carries the name, and
+// each later push the arguments' new text (compacted: whitespace outside strings dropped), so
+// the fragments of a call concatenate to the same arguments however the text was split. From
+// then on the block is a call even if the output ends inside it (OpenAI returns such a call with
+// finish_reason "length"). A call whose arguments come first or are a JSON string is returned
+// whole when its JSON is complete. Text outside calls is content; a block that does not parse
+// as a call is given back as content, never dropped.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +19,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/server/tool_call_json.hpp"
 
 namespace loom {
 
@@ -26,14 +33,17 @@ std::optional<ToolCallFormat> parse_tool_call_format(std::string_view name);
 // The family a chat template's text writes tool calls in; kNone when it names none.
 ToolCallFormat tool_call_format_from_template(std::string_view template_text);
 
-struct ParsedToolCall {
+// A piece of one call, in order.
+struct ToolCallFragment {
+  int32_t call = 0;       // 0.. the call's place among the output's calls
+  bool begins = false;    // the call's first fragment: `name` is set
   std::string name;
-  std::string arguments;  // compact JSON text of the arguments object
+  std::string arguments;  // the next piece of the arguments' JSON text (compact)
 };
 
 struct ToolCallDelta {
-  std::string content;                 // text outside calls, in order
-  std::vector<ParsedToolCall> calls;   // calls completed by this push, in order
+  std::string content;                       // text outside calls, in order
+  std::vector<ToolCallFragment> fragments;   // call pieces this push gave, in order
 };
 
 class ToolCallParser {
@@ -45,15 +55,22 @@ class ToolCallParser {
 
  private:
   ToolCallDelta drain(bool final);
-  bool take_call_json(std::string_view json, ToolCallDelta& out);
+  bool drain_hermes(bool final, ToolCallDelta& out);
+  bool drain_json_call(bool final, ToolCallDelta& out);
+  // The call object's text so far (from its '{'), of which the first `usable` bytes may be read.
+  void advance_call(std::string_view object, size_t usable, ToolCallDelta& out);
+  // The call object is over: a streamed call sends the rest of its arguments; any other is
+  // parsed whole. False when it is not a call.
+  bool end_call(std::string_view object, ToolCallDelta& out);
 
   ToolCallFormat format_;
   std::string pending_;
-  enum class State { kLeading, kText, kInCall, kDone } state_ = State::kLeading;
+  enum class State { kLeading, kText, kInCall, kInArray, kDone } state_ = State::kLeading;
+  int32_t next_call_ = 0;       // the number of the next call to begin
+  bool streaming_ = false;      // the open call has sent its name
+  size_t arguments_begin_ = 0;  // where its arguments object starts in the object's text
+  size_t arguments_sent_ = 0;   // compact argument bytes sent
+  std::string give_back_;       // Mistral: the marker and '[' to return as text if no call follows
 };
-
-// Where the JSON object or array starting at text[0] ends (one past its closing bracket), or
-// npos while it is incomplete. Strings and escapes are honoured.
-size_t json_value_end(std::string_view text);
 
 }  // namespace loom

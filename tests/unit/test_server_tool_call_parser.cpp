@@ -18,9 +18,21 @@ struct Parsed {
   bool operator==(const Parsed&) const = default;
 };
 
+// Fragments join into calls: a call's first fragment names it, the rest extend its arguments,
+// and calls are numbered in order.
 void add(Parsed& p, ToolCallDelta&& d) {
   p.content += d.content;
-  for (auto& c : d.calls) p.calls.emplace_back(c.name, c.arguments);
+  for (ToolCallFragment& f : d.fragments) {
+    if (f.begins) {
+      EXPECT_EQ(static_cast<size_t>(f.call), p.calls.size());
+      p.calls.emplace_back(f.name, f.arguments);
+    } else {
+      ASSERT_FALSE(p.calls.empty());
+      EXPECT_EQ(static_cast<size_t>(f.call) + 1, p.calls.size());
+      EXPECT_TRUE(f.name.empty());
+      p.calls.back().second += f.arguments;
+    }
+  }
 }
 
 Parsed parse_chunks(ToolCallFormat f, const std::vector<std::string>& chunks) {
@@ -90,6 +102,80 @@ TEST(ToolCallParser, MistralArray) {
                      "{\"name\": \"get_time\", \"arguments\": {}}]",
                      Parsed{"", {{"get_weather", R"({"city":"Paris"})"}, {"get_time", "{}"}}});
   expect_every_split(ToolCallFormat::kMistral, "no calls [TOOL", Parsed{"no calls [TOOL", {}});
+}
+
+// Streaming sends a call as it is generated: its name as soon as the arguments object opens,
+// then each byte of the arguments (compacted) when it arrives, never after the call is over.
+TEST(ToolCallParser, ArgumentsStreamAsTheyAreGenerated) {
+  const std::string head = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": ";
+  const std::string args = "{\"city\": \"Paris\", \"days\": [1, 2]}";
+  ToolCallParser parser(ToolCallFormat::kHermes);
+  ToolCallDelta d = parser.push(head);
+  EXPECT_TRUE(d.fragments.empty());  // the arguments object has not opened yet
+  std::vector<std::string> pieces;
+  for (size_t i = 0; i < args.size(); ++i) {
+    d = parser.push(args.substr(i, 1));
+    if (i == 0) {
+      ASSERT_EQ(d.fragments.size(), 1u);
+      EXPECT_TRUE(d.fragments[0].begins);
+      EXPECT_EQ(d.fragments[0].name, "get_weather");
+    }
+    for (const ToolCallFragment& f : d.fragments) pieces.push_back(f.arguments);
+  }
+  // One piece per byte that is not whitespace outside a string.
+  std::string joined;
+  for (const std::string& p : pieces) joined += p;
+  EXPECT_EQ(joined, R"({"city":"Paris","days":[1,2]})");
+  EXPECT_EQ(pieces.size(), joined.size());
+  d = parser.push("}\n</tool_call>");
+  EXPECT_TRUE(d.fragments.empty());
+  EXPECT_EQ(d.content, "");
+  EXPECT_TRUE(parser.flush().fragments.empty());
+
+  // The same for Llama 3 and Mistral, the second call of each included.
+  for (const auto& [format, text] : std::vector<std::pair<ToolCallFormat, std::string>>{
+           {ToolCallFormat::kLlama3Json, R"({"name": "a", "parameters": {"x": 1}}; {"name": "b", "parameters": {"y": "z"}})"},
+           {ToolCallFormat::kMistral, R"([TOOL_CALLS][{"name": "a", "arguments": {"x": 1}}, {"name": "b", "arguments": {"y": "z"}}])"}}) {
+    ToolCallParser p(format);
+    int begun = 0;
+    std::string second_args;
+    for (char c : text) {
+      for (const ToolCallFragment& f : p.push(std::string(1, c)).fragments) {
+        begun += f.begins;
+        if (f.call == 1) {
+          EXPECT_EQ(f.begins, second_args.empty() && f.arguments == "{");
+          second_args += f.arguments;
+        }
+      }
+    }
+    EXPECT_EQ(begun, 2);
+    EXPECT_EQ(second_args, R"({"y":"z"})");
+  }
+}
+
+// A streamed call stays a call when the output ends inside it (the grammar-less model ran out of
+// max_tokens): its arguments are what was generated, as OpenAI returns them with "length".
+// Before its arguments open, an unfinished block is still text.
+TEST(ToolCallParser, OutputEndingInsideACall) {
+  expect_every_split(ToolCallFormat::kHermes, "ok<tool_call>{\"name\": \"f\", \"arguments\": {\"q\": \"par",
+                     Parsed{"ok", {{"f", R"({"q":"par)"}}});
+  expect_every_split(ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\"",
+                     Parsed{"<tool_call>{\"name\": \"f\"", {}});
+  expect_every_split(ToolCallFormat::kLlama3Json, "{\"name\": \"f\", \"parameters\": {\"a\": [1,",
+                     Parsed{"", {{"f", R"({"a":[1,)"}}});
+  expect_every_split(ToolCallFormat::kMistral, "[TOOL_CALLS] [{\"name\": \"f\", \"argu",
+                     Parsed{"[TOOL_CALLS] [{\"name\": \"f\", \"argu", {}});
+}
+
+// Arguments before the name, or as a JSON string, cannot be streamed: the call comes whole.
+TEST(ToolCallParser, CallsThatComeWhole) {
+  expect_every_split(ToolCallFormat::kHermes, "<tool_call>{\"arguments\": {\"a\": 1}, \"name\": \"f\"}</tool_call>",
+                     Parsed{"", {{"f", R"({"a":1})"}}});
+  expect_every_split(ToolCallFormat::kHermes, "<tool_call>{\"name\": \"f\", \"arguments\": \"{\\\"a\\\": 1}\"}</tool_call>",
+                     Parsed{"", {{"f", R"({"a": 1})"}}});
+  // Mistral: an element that is not a call is given back with the list's opening.
+  expect_every_split(ToolCallFormat::kMistral, "[TOOL_CALLS][{\"answer\": 1}]",
+                     Parsed{"[TOOL_CALLS][{\"answer\": 1}]", {}});
 }
 
 TEST(ToolCallParser, FormatFromTemplateAndNames) {
