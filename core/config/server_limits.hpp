@@ -18,6 +18,7 @@ struct ServerLimits {
   int32_t header_timeout = 10;   // to receive a request's header once its first byte came
   int32_t body_timeout = 60;     // to receive its body
   int32_t idle_timeout = 60;     // a keep-alive connection with no request in progress
+  int32_t write_timeout = 60;    // a reply making no progress to the client (nginx's send_timeout)
   int32_t max_connections = 1024;  // more are answered 503 and closed
   int64_t max_unsent_bytes = 16LL << 20;    // output queued for a slow reader before it is cut
   int64_t max_response_bytes = 64LL << 20;  // one response's body; larger is a 400 / a cut stream

@@ -22,12 +22,13 @@ struct IntKey {
 
 // Ranges: a depth past ~1000 would let a recursive consumer (the template engine) exhaust its
 // stack again; timeouts past a day are typos; 0 where it means "off" or "from max_model_len".
-const std::array<IntKey, 18> kIntKeys = {{
+const std::array<IntKey, 19> kIntKeys = {{
     {"max_json_depth", &ServerLimits::max_json_depth, nullptr, 1, 1000},
     {"max_json_elements", nullptr, &ServerLimits::max_json_elements, 1, kInt32Max},
     {"header_timeout", &ServerLimits::header_timeout, nullptr, 0, kDay},
     {"body_timeout", &ServerLimits::body_timeout, nullptr, 0, kDay},
     {"idle_timeout", &ServerLimits::idle_timeout, nullptr, 0, kDay},
+    {"write_timeout", &ServerLimits::write_timeout, nullptr, 0, kDay},
     {"max_connections", &ServerLimits::max_connections, nullptr, 1, 1000000},
     {"max_unsent_bytes", nullptr, &ServerLimits::max_unsent_bytes, 4096, kInt64Max},
     {"max_response_bytes", nullptr, &ServerLimits::max_response_bytes, 4096, kInt64Max},

@@ -100,23 +100,21 @@ void check_prompt_tokens(const std::vector<int32_t>& ids, int32_t vocab_size,
   }
 }
 
-int32_t resolve_max_tokens(size_t n_prompt, std::optional<int32_t> requested, int32_t max_model_len,
+int32_t resolve_max_tokens(size_t n_prompt, std::optional<int32_t> requested, const TokenLimit& total,
                            std::optional<int32_t> fallback, const std::string& prompt_param) {
   constexpr int32_t kUnknownLenDefault = 16;
-  if (max_model_len <= 0) return requested.value_or(fallback.value_or(kUnknownLenDefault));
-  const int64_t limit = max_model_len;
+  if (total.tokens <= 0) return requested.value_or(fallback.value_or(kUnknownLenDefault));
+  const int64_t limit = total.tokens;
   const int64_t n = static_cast<int64_t>(n_prompt);
   if (n >= limit) {
-    throw bad_field(prompt_param, "This model's maximum context length (max_model_len) is " +
-                                      std::to_string(limit) + " tokens, but the prompt ('" +
+    throw bad_field(prompt_param, total.what + " is " + std::to_string(limit) + " tokens, but the prompt ('" +
                                       prompt_param + "') has " + std::to_string(n) +
                                       " tokens, leaving no room for a completion");
   }
   const int64_t room = limit - n;
   if (!requested) return static_cast<int32_t>(fallback ? std::min<int64_t>(*fallback, room) : room);
   if (*requested > room) {
-    throw bad_field("max_tokens", "This model's maximum context length (max_model_len) is " +
-                                      std::to_string(limit) + " tokens. However, you requested " +
+    throw bad_field("max_tokens", total.what + " is " + std::to_string(limit) + " tokens. However, you requested " +
                                       std::to_string(n + *requested) + " tokens (" +
                                       std::to_string(n) + " in the prompt, " +
                                       std::to_string(*requested) +

@@ -37,11 +37,17 @@ struct ApiContext {
 void check_prompt_tokens(const std::vector<int32_t>& ids, int32_t vocab_size,
                          const std::string& param);
 
-// The max_tokens to generate. A requested value must fit: prompt + max_tokens <= max_model_len
+// The most tokens (prompt + completion) a request may reach, and the limit's name for errors.
+struct TokenLimit {
+  int32_t tokens = 0;  // <= 0: unknown
+  std::string what;    // "This model's maximum context length (max_model_len)", ...
+};
+
+// The max_tokens to generate. A requested value must fit: prompt + max_tokens <= limit.tokens
 // (400 naming max_tokens otherwise). Unset, it is `fallback` clamped to the room left, or all
 // the room left when fallback is unset. The prompt alone must leave room for one token (400
-// naming prompt_param). max_model_len <= 0 means unknown: no check, fallback or 16.
-int32_t resolve_max_tokens(size_t n_prompt, std::optional<int32_t> requested, int32_t max_model_len,
+// naming prompt_param). limit.tokens <= 0 means unknown: no check, fallback or 16.
+int32_t resolve_max_tokens(size_t n_prompt, std::optional<int32_t> requested, const TokenLimit& limit,
                            std::optional<int32_t> fallback, const std::string& prompt_param);
 
 // Runs fn; a thrown ApiError becomes its error reply, a loom::Error (the engine refusing a

@@ -19,7 +19,7 @@ GenerateRequest make_request(const ApiContext& api, ApiKind kind, const Generati
                              std::vector<int32_t> prompt, const std::string& prompt_param) {
   const ModelInfo& info = api.engine.model_info();
   check_prompt_tokens(prompt, api.vocab_size(), prompt_param);
-  const int32_t total_limit = check_prompt_limits(api.options.limits, info.max_model_len, prompt.size(), prompt_param);
+  const TokenLimit total_limit = check_prompt_limits(api.options.limits, info.max_model_len, prompt.size(), prompt_param);
   // Chat answers run until the model stops unless limited; completions default to 16 tokens.
   const std::optional<int32_t> fallback =
       kind == ApiKind::kChat ? std::nullopt : std::optional<int32_t>(kCompletionDefaultMaxTokens);

@@ -24,6 +24,7 @@ HttpListener::HttpListener(HttpListenerOptions options, std::shared_ptr<const Ht
   context_.idle_timeout = options_.idle_timeout;
   context_.header_timeout = options_.header_timeout;
   context_.body_timeout = options_.body_timeout;
+  context_.write_timeout = options_.write_timeout;
   context_.max_unsent_bytes = options_.max_unsent_bytes;
   context_.max_response_bytes = options_.max_response_bytes;
 }

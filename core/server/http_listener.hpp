@@ -29,6 +29,7 @@ struct HttpListenerOptions {
   std::chrono::seconds idle_timeout{0};         // see SessionContext; 0 = none
   std::chrono::seconds header_timeout{0};
   std::chrono::seconds body_timeout{0};
+  std::chrono::seconds write_timeout{0};
   int64_t max_connections = 0;                  // 0 = no limit
   uint64_t max_unsent_bytes = 0;                // 0 = no limit
   uint64_t max_response_bytes = 0;              // 0 = no limit

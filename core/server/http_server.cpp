@@ -36,6 +36,7 @@ HttpServer::HttpServer(EngineInterface& engine, ServerOptions options)
                              std::chrono::seconds(l.idle_timeout),
                              std::chrono::seconds(l.header_timeout),
                              std::chrono::seconds(l.body_timeout),
+                             std::chrono::seconds(l.write_timeout),
                              l.max_connections,
                              static_cast<uint64_t>(l.max_unsent_bytes),
                              static_cast<uint64_t>(l.max_response_bytes)};

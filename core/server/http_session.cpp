@@ -6,6 +6,7 @@
 #include <boost/beast/http/error.hpp>
 #include <boost/beast/http/read.hpp>
 
+#include "core/common/logging.hpp"
 #include "core/server/http_wire.hpp"
 
 namespace loom {
@@ -179,7 +180,8 @@ HttpSession::HttpSession(asio::ip::tcp::socket socket, SessionContext& context)
       context_(context),
       poster_(std::make_shared<SessionPoster>(socket_.get_executor())),
       linger_timer_(socket_.get_executor()),
-      deadline_(socket_.get_executor()) {}
+      deadline_(socket_.get_executor()),
+      write_deadline_(socket_.get_executor()) {}
 
 HttpSession::~HttpSession() {
   poster_->close();
@@ -364,17 +366,37 @@ void HttpSession::enqueue(std::string bytes, bool ends_response) {
   if (!writing_) write_next();
 }
 
+// Written piece by piece, each under write_timeout: a client that reads slowly but steadily is
+// served, one that stops reading (a full socket buffer, however large the reply) is cut.
 void HttpSession::write_next() {
   if (closed_ || out_.empty()) return;
   writing_ = true;
-  asio::async_write(socket_, asio::buffer(out_.front().bytes),
-                    [self = shared_from_this()](error_code ec, size_t) { self->on_write(ec); });
+  const uint64_t epoch = ++write_epoch_;
+  if (context_.write_timeout.count() > 0) {
+    write_deadline_.expires_after(context_.write_timeout);
+    write_deadline_.async_wait(
+        [self = shared_from_this(), epoch](error_code ec) { self->on_write_deadline(epoch, ec); });
+  }
+  const std::string& bytes = out_.front().bytes;
+  socket_.async_write_some(asio::buffer(bytes.data() + written_, bytes.size() - written_),
+                           [self = shared_from_this()](error_code ec, size_t n) { self->on_write(ec, n); });
 }
 
-void HttpSession::on_write(error_code ec) {
+void HttpSession::on_write_deadline(uint64_t epoch, error_code ec) {
+  if (ec || closed_ || !writing_ || epoch != write_epoch_) return;
+  LOOM_LOG_DEBUG("http: a client read nothing for {} s (server.write_timeout); closing its connection",
+                context_.write_timeout.count());
+  client_gone();
+}
+
+void HttpSession::on_write(error_code ec, size_t n) {
   writing_ = false;
+  write_deadline_.cancel();
   if (closed_) return;
   if (ec) return client_gone();
+  written_ += n;
+  if (written_ < out_.front().bytes.size()) return write_next();
+  written_ = 0;
   const bool ends_response = out_.front().ends_response;
   unsent_bytes_ -= out_.front().bytes.size();
   out_.pop_front();
@@ -438,6 +460,7 @@ void HttpSession::close() {
   error_code ignored;
   linger_timer_.cancel();
   deadline_.cancel();
+  write_deadline_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ignored);
   socket_.close(ignored);
 }

@@ -12,8 +12,9 @@
 // Bounds (SessionContext): the first byte of a request must come within idle_timeout, its header
 // within header_timeout, its body within body_timeout (else 408 and close); output queued for a
 // client that does not read is capped at max_unsent_bytes, a response body at max_response_bytes
-// (a whole reply over it becomes a 400; a stream over it is cut): a cut client's request is
-// aborted like a client that left.
+// (a whole reply over it becomes a 400; a stream over it is cut), and a write that makes no
+// progress for write_timeout cuts the client (a whole reply the socket cannot take, never read):
+// a cut client's request is aborted like a client that left.
 #pragma once
 
 #include <atomic>
@@ -45,6 +46,7 @@ struct SessionContext {
   std::chrono::seconds idle_timeout{0};    // 0 = none
   std::chrono::seconds header_timeout{0};
   std::chrono::seconds body_timeout{0};
+  std::chrono::seconds write_timeout{0};  // a write that makes no progress for this long cuts the client
   uint64_t max_unsent_bytes = 0;    // 0 = no limit
   uint64_t max_response_bytes = 0;  // 0 = no limit
   std::atomic<int64_t> active_requests{0};  // requests whose response is not complete
@@ -87,7 +89,8 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   void on_watch(boost::system::error_code ec, size_t n);
   void enqueue(std::string bytes, bool ends_response);
   void write_next();
-  void on_write(boost::system::error_code ec);
+  void on_write(boost::system::error_code ec, size_t n);
+  void on_write_deadline(uint64_t epoch, boost::system::error_code ec);
   void finish_response();
   void reply_and_close(unsigned status, const std::string& message);
   void client_gone();
@@ -99,6 +102,9 @@ class HttpSession : public std::enable_shared_from_this<HttpSession> {
   std::shared_ptr<SessionPoster> poster_;
   boost::asio::steady_timer linger_timer_;
   boost::asio::steady_timer deadline_;  // the idle / header / body timeout being waited on
+  boost::asio::steady_timer write_deadline_;  // the write in progress must make progress by then
+  uint64_t write_epoch_ = 0;  // which write write_deadline_ was armed for
+  size_t written_ = 0;        // bytes of out_.front() already sent
   Wait waiting_ = Wait::kNone;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

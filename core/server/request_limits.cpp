@@ -36,15 +36,17 @@ void check_request_limits(const ServerLimits& limits, const GenerationParams& pa
   }
 }
 
-int32_t check_prompt_limits(const ServerLimits& limits, int32_t max_model_len, size_t n_prompt,
-                            const std::string& prompt_param) {
+TokenLimit check_prompt_limits(const ServerLimits& limits, int32_t max_model_len, size_t n_prompt,
+                               const std::string& prompt_param) {
   if (limits.max_input_tokens > 0 && n_prompt > static_cast<size_t>(limits.max_input_tokens)) {
     throw bad_field(prompt_param, "the prompt ('" + prompt_param + "') has " + std::to_string(n_prompt) +
                                       " tokens; this server allows at most " + std::to_string(limits.max_input_tokens) +
                                       " input tokens (server.max_input_tokens)");
   }
-  if (limits.max_total_tokens <= 0) return max_model_len;
-  return max_model_len > 0 ? std::min(max_model_len, limits.max_total_tokens) : limits.max_total_tokens;
+  if (limits.max_total_tokens <= 0 || (max_model_len > 0 && max_model_len <= limits.max_total_tokens)) {
+    return TokenLimit{max_model_len, "This model's maximum context length (max_model_len)"};
+  }
+  return TokenLimit{limits.max_total_tokens, "This server's limit on prompt + max_tokens (server.max_total_tokens)"};
 }
 
 }  // namespace loom

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/config/server_limits.hpp"
+#include "core/server/api_context.hpp"
 #include "core/server/generation_params.hpp"
 
 namespace loom {
@@ -14,9 +15,10 @@ namespace loom {
 void check_request_limits(const ServerLimits& limits, const GenerationParams& params, bool chat);
 
 // The prompt length against max_input_tokens (400 naming prompt_param), and the total a request
-// may reach: min(max_model_len, max_total_tokens), for resolve_max_tokens. 0 limits are derived
-// from max_model_len; max_model_len <= 0 (unknown) leaves only the configured ones.
-int32_t check_prompt_limits(const ServerLimits& limits, int32_t max_model_len, size_t n_prompt,
-                            const std::string& prompt_param);
+// may reach: min(max_model_len, max_total_tokens), for resolve_max_tokens, named for the limit
+// that binds. 0 limits are derived from max_model_len; max_model_len <= 0 (unknown) leaves only
+// the configured ones.
+TokenLimit check_prompt_limits(const ServerLimits& limits, int32_t max_model_len, size_t n_prompt,
+                               const std::string& prompt_param);
 
 }  // namespace loom

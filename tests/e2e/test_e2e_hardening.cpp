@@ -292,7 +292,7 @@ TEST(E2eHardening, RequestLimitsAre400sNamingTheFieldAndTheKey) {
   };
   const std::vector<Case> cases = {
       {{{"prompt", "Once upon a time there was a little cat"}}, "server.max_input_tokens"},
-      {{{"prompt", "Once"}, {"max_tokens", 19}}, "maximum context length"},
+      {{{"prompt", "Once"}, {"max_tokens", 19}}, "limit on prompt + max_tokens (server.max_total_tokens) is 20 tokens"},
       {{{"prompt", "Once"}, {"n", 3}}, "server.max_n"},
       {{{"prompt", "Once"}, {"best_of", 4}}, "server.max_best_of"},
       {{{"prompt", "Once"}, {"stop", {"a", "b", "c"}}}, "server.max_stop_sequences"},

@@ -41,7 +41,7 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
   EXPECT_EQ(error_of("[server]\nhost = \"::1\"\nprot = 80\n"),
             "/etc/loom/bad.toml:3:1: server.prot: unknown key (did you mean \"port\"?); valid "
             "keys: host, port, http_threads, max_body_bytes, api_key, metrics_prefix, max_json_depth, "
-            "max_json_elements, header_timeout, body_timeout, idle_timeout, max_connections, max_unsent_bytes, "
+            "max_json_elements, header_timeout, body_timeout, idle_timeout, write_timeout, max_connections, max_unsent_bytes, "
             "max_response_bytes, drain_timeout, prepare_threads, max_input_tokens, max_total_tokens, max_n, "
             "max_best_of, max_stop_sequences, max_stop_length, max_logprobs, request_timeout, metrics_public, "
             "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins");
@@ -63,7 +63,7 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
   EXPECT_EQ(error_of("[server.tls]\ncert = \"c.pem\"\n"),
             "/etc/loom/bad.toml:1:9: server.tls: unknown key; valid keys: host, port, "
             "http_threads, max_body_bytes, api_key, metrics_prefix, max_json_depth, "
-            "max_json_elements, header_timeout, body_timeout, idle_timeout, max_connections, max_unsent_bytes, "
+            "max_json_elements, header_timeout, body_timeout, idle_timeout, write_timeout, max_connections, max_unsent_bytes, "
             "max_response_bytes, drain_timeout, prepare_threads, max_input_tokens, max_total_tokens, max_n, "
             "max_best_of, max_stop_sequences, max_stop_length, max_logprobs, request_timeout, metrics_public, "
             "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins");
@@ -204,7 +204,7 @@ TEST(ConfigErrors, EveryProblemIsReportedAtOnceInSourceOrder) {
       error_of(text),
       "/etc/loom/bad.toml:2:1: server.prot: unknown key (did you mean \"port\"?); valid keys: "
       "host, port, http_threads, max_body_bytes, api_key, metrics_prefix, max_json_depth, "
-      "max_json_elements, header_timeout, body_timeout, idle_timeout, max_connections, max_unsent_bytes, "
+      "max_json_elements, header_timeout, body_timeout, idle_timeout, write_timeout, max_connections, max_unsent_bytes, "
       "max_response_bytes, drain_timeout, prepare_threads, max_input_tokens, max_total_tokens, max_n, "
       "max_best_of, max_stop_sequences, max_stop_length, max_logprobs, request_timeout, metrics_public, "
       "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins\n"

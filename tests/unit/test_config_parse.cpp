@@ -313,6 +313,7 @@ max_json_elements = 262144
 header_timeout = 10
 body_timeout = 60
 idle_timeout = 60
+write_timeout = 60
 max_connections = 1024
 max_unsent_bytes = 16777216
 max_response_bytes = 67108864

@@ -65,6 +65,11 @@ class ServerHardening : public ::testing::Test {
     router->add(http::verb::get, "/big", [](const HttpRequest&, auto ex) {
       ex->reply(HttpReply{200, "text/plain", std::string(2 << 20, 'b'), {}});
     });
+    // One whole reply larger than any socket buffer of the loopback.
+    router->add(http::verb::get, "/huge", [this](const HttpRequest&, auto ex) {
+      ex->on_client_gone([this] { ++gone_; });
+      ex->reply(HttpReply{200, "text/plain", std::string(48 << 20, 'h'), {}});
+    });
     // Streams 64 MiB, 1 MiB a piece, to a client that may never read it.
     router->add(http::verb::get, "/flood", [this](const HttpRequest&, auto ex) {
       ex->on_client_gone([this] { ++gone_; });
@@ -162,6 +167,24 @@ TEST_F(ServerHardening, SlowReaderIsCutAndTooLargeAResponseIs400) {
   sleeper.send_raw("GET /flood HTTP/1.1\r\nHost: x\r\n\r\n");  // and never reads
   EXPECT_TRUE(eventually([&] { return gone_ == 1; }, 10000));
   EXPECT_TRUE(eventually([&] { return listener_->active_requests() == 0; }));
+}
+
+// A whole reply to a client that never reads it: the write stops making progress and the
+// client is cut after write_timeout (the reply is under max_unsent_bytes, which bounds only
+// what is queued behind it); one that reads gets it all.
+TEST_F(ServerHardening, ClientThatNeverReadsAWholeReplyIsCutAfterWriteTimeout) {
+  HttpListenerOptions o = options();
+  o.write_timeout = std::chrono::seconds(1);
+  start(o);
+  HttpTestClient sleeper(listener_->port());
+  sleeper.send_raw("GET /huge HTTP/1.1\r\nHost: x\r\n\r\n");  // and never reads
+  EXPECT_TRUE(eventually([&] { return listener_->connections() == 1; }));
+  EXPECT_TRUE(eventually([&] { return gone_ == 1; }, 8000));
+  EXPECT_TRUE(eventually([&] { return listener_->connections() == 0 && listener_->active_requests() == 0; }));
+  HttpTestClient reader(listener_->port());
+  const auto r = reader.get("/huge");
+  EXPECT_EQ(r.status, 200u);
+  EXPECT_EQ(r.body.size(), size_t{48} << 20);
 }
 
 // Row 5: with no descriptor left, accept backs off instead of spinning, logs at most a line or
