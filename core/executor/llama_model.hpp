@@ -71,15 +71,15 @@ std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp);
 LlamaHparams read_llama_hparams(const GgufFile& file);
 
 struct LlamaLayerWeights {
-  loom_tensor_view attn_norm;  // [dim]
-  loom_tensor_view wq;         // [n_heads * head_dim, dim]
-  loom_tensor_view wk;         // [n_kv_heads * head_dim, dim]
-  loom_tensor_view wv;         // [n_kv_heads * head_dim, dim]
-  loom_tensor_view wo;         // [dim, n_heads * head_dim]
-  loom_tensor_view ffn_norm;   // [dim]
-  loom_tensor_view w_gate;     // [ffn_dim, dim]
-  loom_tensor_view w_up;       // [ffn_dim, dim]
-  loom_tensor_view w_down;     // [dim, ffn_dim]
+  loom_tensor_view attn_norm{};  // [dim]
+  loom_tensor_view wq{};         // [n_heads * head_dim, dim]
+  loom_tensor_view wk{};         // [n_kv_heads * head_dim, dim]
+  loom_tensor_view wv{};         // [n_kv_heads * head_dim, dim]
+  loom_tensor_view wo{};         // [dim, n_heads * head_dim]
+  loom_tensor_view ffn_norm{};   // [dim]
+  loom_tensor_view w_gate{};     // [ffn_dim, dim]; absent (data NULL) in a mixture-of-experts layer
+  loom_tensor_view w_up{};       // [ffn_dim, dim]
+  loom_tensor_view w_down{};     // [dim, ffn_dim]
   // Present (data != nullptr) only when the family has them.
   loom_tensor_view bq{}, bk{}, bv{};  // [n_heads * head_dim], [n_kv_heads * head_dim] x2
   loom_tensor_view q_norm{}, k_norm{};  // [head_dim]

@@ -17,7 +17,8 @@ built the same way with a 512-token vocab, MOE_STEPS greedy steps, and for each 
 top-8 raw logits and the row's largest |logit| (the scale of a relative tolerance). Their seeds
 are searched until every router decision of every step is clear: the k-th and (k+1)-th expert
 probabilities of every token in every layer differ by at least ROUTER_GAP, so f32 rounding cannot
-swap an expert.
+swap an expert. They share a 512-token byte-level BPE tokenizer trained here on seeded random
+words (hf_tokenizers/tiny512/, written beside OUT_DIR), so the server can run them.
 
 The tokenizer files are relative symlinks into OUT_DIR/../hf_tokenizers/ when that holds the
 same bytes (the repository keeps one copy), copies otherwise.
@@ -49,6 +50,29 @@ CONVERSATION = [
     dict(role="assistant", content="Red, yellow and blue."),
     dict(role="user", content="And the secondary ones?"),
 ]
+
+
+def tiny_tokenizer(out_root):
+    """A byte-level BPE of exactly 512 tokens (<pad>, <s>, </s>, the 256 bytes, merges), trained
+    deterministically on seeded random words; returns its directory."""
+    import random
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    rng = random.Random(5)
+    words = ["".join(rng.choice("etaoinshrdlucmfwypvbgkjqxz") for _ in range(rng.randint(2, 7))) for _ in range(3000)]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=512, special_tokens=["<pad>", "<s>", "</s>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([" ".join(words[i:i + 12]) + "." for i in range(0, len(words), 12)], trainer)
+    assert tok.get_vocab_size() == 512
+    out = os.path.join(out_root, "..", "hf_tokenizers", "tiny512")
+    os.makedirs(out, exist_ok=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump(dict(add_bos_token=False, add_eos_token=False, bos_token="<s>", eos_token="</s>",
+                       pad_token="<pad>", tokenizer_class="PreTrainedTokenizerFast"), f, indent=1)
+    return out
 
 
 def tokenizer_vocab_size(path):
@@ -199,6 +223,7 @@ def build(arch, cfg_cls, kw, seed):
 def main():
     out_root = sys.argv[1]
     only = set(sys.argv[2:])
+    tiny_tok = tiny_tokenizer(out_root) if not only or only & {s[0] for s in moe_specs()} else None
     for arch, cfg_cls, tok_dir, kw, moe in [s + (False,) for s in specs()] + [s + (True,) for s in moe_specs()]:
         if only and arch not in only:
             continue
@@ -221,6 +246,8 @@ def main():
             raise SystemExit(f"{arch}: greedy sequences too repetitive, distinct tokens per prompt {distinct}")
         eos = kw["eos_token_id"] if isinstance(kw["eos_token_id"], list) else [kw["eos_token_id"]]
         chat = chat_case(model, tok_dir, eos) if tok_dir else None
+        if moe:
+            tok_dir = tiny_tok  # no chat case: the tiny tokenizer has no template
         out = os.path.join(out_root, arch)
         os.makedirs(out, exist_ok=True)
         model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
