@@ -101,6 +101,16 @@ std::vector<WeightTypeUse> linear_weight_types(const LlamaWeights& weights) {
     add(w.w_gate, tensor_name(layer, "ffn_gate.weight"));
     add(w.w_up, tensor_name(layer, "ffn_up.weight"));
     add(w.w_down, tensor_name(layer, "ffn_down.weight"));
+    // Mixture of experts: the router, every expert's slice of the stacked tensors, the shared expert.
+    add(w.router, tensor_name(layer, "ffn_gate_inp.weight"));
+    for (const auto& [experts, name] : {std::pair{&w.exp_gate, "ffn_gate_exps.weight"},
+                                        std::pair{&w.exp_up, "ffn_up_exps.weight"},
+                                        std::pair{&w.exp_down, "ffn_down_exps.weight"}})
+      for (const loom_tensor_view& e : *experts) add(e, tensor_name(layer, name));
+    add(w.sh_gate, tensor_name(layer, "ffn_gate_shexp.weight"));
+    add(w.sh_up, tensor_name(layer, "ffn_up_shexp.weight"));
+    add(w.sh_down, tensor_name(layer, "ffn_down_shexp.weight"));
+    add(w.sh_router, tensor_name(layer, "ffn_gate_inp_shexp.weight"));
   }
   add(weights.output, weights.tied_output ? "token_embd.weight" : "output.weight");
   return types;

@@ -1,6 +1,7 @@
 #include "core/executor/hf_model.hpp"
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -75,6 +76,47 @@ void read_rope(const std::string& where, const json& config, LlamaHparams& hp) {
     throw Error(w + ": mscale / mscale_all_dim (DeepSeek yarn) are not supported", LOOM_ERR_UNSUPPORTED);
 }
 
+// The mixture-of-experts fields of config.json: Mixtral spells the expert count num_local_experts
+// and sizes its experts with intermediate_size, as OLMoE does; the Qwen MoE families size them
+// with moe_intermediate_size and may interleave dense layers, which Loom does not run yet.
+void read_moe(const std::string& where, const json& config, const ArchSpec& arch, LlamaHparams& hp) {
+  hp.n_experts = int_field(where, config, field(config, "num_local_experts") ? "num_local_experts" : "num_experts", 0, true);
+  hp.n_experts_used = int_field(where, config, "num_experts_per_tok", 0, true);
+  hp.expert_ffn_dim = int_field(where, config, "moe_intermediate_size", hp.ffn_dim, false);
+  hp.norm_topk = bool_field(where, config, "norm_topk_prob", arch.moe.norm_topk);
+  if (arch.moe.shared_expert) hp.shared_ffn_dim = int_field(where, config, "shared_expert_intermediate_size", 0, true);
+  if (const json* step = field(config, "decoder_sparse_step"); step != nullptr && *step != 1)
+    throw Error(where + ": decoder_sparse_step " + step->dump() + " (dense layers between the sparse ones) is not supported",
+                LOOM_ERR_UNSUPPORTED);
+  if (const json* dense = field(config, "mlp_only_layers"); dense != nullptr && !(dense->is_array() && dense->empty()))
+    throw Error(where + ": mlp_only_layers " + dense->dump() + " (dense layers among the sparse ones) is not supported",
+                LOOM_ERR_UNSUPPORTED);
+  if (field(config, "clip_qkv") != nullptr)
+    throw Error(where + ": clip_qkv is not supported", LOOM_ERR_UNSUPPORTED);
+  if (float_field(where, config, "router_jitter_noise", 0.0) != 0.0)
+    throw Error(where + ": router_jitter_noise must be 0 for inference", LOOM_ERR_UNSUPPORTED);
+  check_moe_hparams(where, hp);
+}
+
+// The HF names of layer `l`'s experts and router: Mixtral's block_sparse_moe.experts.E.w1 (gate),
+// w3 (up), w2 (down) and block_sparse_moe.gate, or the Qwen/OLMoE mlp.experts.E.{gate,up,down}_proj
+// and mlp.gate.
+struct ExpertNames {
+  std::string router, gate, up, down;  // gate/up/down: with "{}" where the expert index goes
+};
+ExpertNames expert_names(const SafetensorsCheckpoint& ckpt, const std::string& p) {
+  if (ckpt.find(p + "block_sparse_moe.gate.weight") != nullptr)
+    return {p + "block_sparse_moe.gate.weight", p + "block_sparse_moe.experts.{}.w1.weight",
+            p + "block_sparse_moe.experts.{}.w3.weight", p + "block_sparse_moe.experts.{}.w2.weight"};
+  return {p + "mlp.gate.weight", p + "mlp.experts.{}.gate_proj.weight", p + "mlp.experts.{}.up_proj.weight",
+          p + "mlp.experts.{}.down_proj.weight"};
+}
+
+std::string expert_name(const std::string& pattern, int32_t e) {
+  const size_t at = pattern.find("{}");
+  return pattern.substr(0, at) + std::to_string(e) + pattern.substr(at + 2);
+}
+
 }  // namespace
 
 json read_json_file(const std::string& path, bool optional) {
@@ -107,6 +149,7 @@ LlamaHparams read_hf_hparams(const std::string& dir, const json& config) {
   hp.architecture = arch->name;
   hp.qkv_bias = arch->qkv_bias;
   hp.qk_norm = arch->qk_norm;
+  hp.qk_norm_whole = arch->qk_norm_whole;
   hp.rope_style = RopeStyle::kNeox;  // Hugging Face rotate_half over un-permuted q/k rows
   hp.dim = int_field(where, config, "hidden_size", 0, true);
   hp.n_layers = int_field(where, config, "num_hidden_layers", 0, true);
@@ -136,8 +179,11 @@ LlamaHparams read_hf_hparams(const std::string& dir, const json& config) {
     throw Error(where + ": attention_bias = true is not supported for " + std::string(arch->hf_class), LOOM_ERR_UNSUPPORTED);
   read_rope(where, config, hp);
   (void)llama_rope_inv_freq(hp);  // refuses bad scaling parameters at load
-  // Mistral states its window; Qwen2 only applies its own when use_sliding_window is set.
-  const bool window_on = hp.architecture == "mistral" || bool_field(where, config, "use_sliding_window", false);
+  if (arch->moe.experts) read_moe(where, config, *arch, hp);
+  // Mistral and Mixtral state their window (or null); the Qwen families apply theirs only when
+  // use_sliding_window is set.
+  const bool window_on = hp.architecture == "mistral" || hp.architecture == "mixtral" ||
+                         bool_field(where, config, "use_sliding_window", false);
   if (window_on) hp.sliding_window = int_field(where, config, "sliding_window", 0, false);
   return hp;
 }
@@ -188,10 +234,30 @@ std::string hf_to_gguf_tensor_name(const std::string& n) {
       {"mlp.gate_proj.weight", "ffn_gate.weight"},
       {"mlp.up_proj.weight", "ffn_up.weight"},
       {"mlp.down_proj.weight", "ffn_down.weight"},
+      {"mlp.gate.weight", "ffn_gate_inp.weight"},
+      {"block_sparse_moe.gate.weight", "ffn_gate_inp.weight"},
+      {"mlp.shared_expert.gate_proj.weight", "ffn_gate_shexp.weight"},
+      {"mlp.shared_expert.up_proj.weight", "ffn_up_shexp.weight"},
+      {"mlp.shared_expert.down_proj.weight", "ffn_down_shexp.weight"},
+      {"mlp.shared_expert_gate.weight", "ffn_gate_inp_shexp.weight"},
   };
   const std::string rest = n.substr(dot + 1);
   for (const auto& [hf, gguf] : kLayer)
     if (rest == hf) return "blk." + layer + "." + gguf;
+  // One expert's matrix: GGUF stacks a layer's experts into one tensor.
+  static const std::pair<const char*, const char*> kExpert[] = {
+      {"gate_proj.weight", "ffn_gate_exps.weight"}, {"up_proj.weight", "ffn_up_exps.weight"},
+      {"down_proj.weight", "ffn_down_exps.weight"}, {"w1.weight", "ffn_gate_exps.weight"},
+      {"w3.weight", "ffn_up_exps.weight"},         {"w2.weight", "ffn_down_exps.weight"},
+  };
+  for (const char* group : {"mlp.experts.", "block_sparse_moe.experts."}) {
+    if (rest.rfind(group, 0) != 0) continue;
+    const size_t e_end = rest.find('.', std::strlen(group));
+    if (e_end == std::string::npos) return "";
+    const std::string tail = rest.substr(e_end + 1);
+    for (const auto& [hf, gguf] : kExpert)
+      if (tail == hf) return "blk." + layer + "." + gguf;
+  }
   return "";
 }
 
@@ -222,13 +288,30 @@ LlamaWeights load_hf_weights(const SafetensorsCheckpoint& ckpt, const LlamaHpara
       lw.bv = expect(p + "self_attn.v_proj.bias", {kv_dim});
     }
     if (hp.qk_norm) {
-      lw.q_norm = expect(p + "self_attn.q_norm.weight", {hp.head_dim});
-      lw.k_norm = expect(p + "self_attn.k_norm.weight", {hp.head_dim});
+      lw.q_norm = expect(p + "self_attn.q_norm.weight", {hp.qk_norm_whole ? q_dim : hp.head_dim});
+      lw.k_norm = expect(p + "self_attn.k_norm.weight", {hp.qk_norm_whole ? kv_dim : hp.head_dim});
     }
     lw.ffn_norm = expect(p + "post_attention_layernorm.weight", {dim});
-    lw.w_gate = expect(p + "mlp.gate_proj.weight", {hp.ffn_dim, dim});
-    lw.w_up = expect(p + "mlp.up_proj.weight", {hp.ffn_dim, dim});
-    lw.w_down = expect(p + "mlp.down_proj.weight", {dim, hp.ffn_dim});
+    if (hp.is_moe()) {
+      const ExpertNames names = expert_names(ckpt, p);
+      const int64_t ff = hp.expert_ffn_dim;
+      lw.router = expect(names.router, {hp.n_experts, dim});
+      for (int32_t e = 0; e < hp.n_experts; ++e) {
+        lw.exp_gate.push_back(expect(expert_name(names.gate, e), {ff, dim}));
+        lw.exp_up.push_back(expect(expert_name(names.up, e), {ff, dim}));
+        lw.exp_down.push_back(expect(expert_name(names.down, e), {dim, ff}));
+      }
+      if (hp.shared_ffn_dim > 0) {
+        lw.sh_gate = expect(p + "mlp.shared_expert.gate_proj.weight", {hp.shared_ffn_dim, dim});
+        lw.sh_up = expect(p + "mlp.shared_expert.up_proj.weight", {hp.shared_ffn_dim, dim});
+        lw.sh_down = expect(p + "mlp.shared_expert.down_proj.weight", {dim, hp.shared_ffn_dim});
+        lw.sh_router = expect(p + "mlp.shared_expert_gate.weight", {1, dim});
+      }
+    } else {
+      lw.w_gate = expect(p + "mlp.gate_proj.weight", {hp.ffn_dim, dim});
+      lw.w_up = expect(p + "mlp.up_proj.weight", {hp.ffn_dim, dim});
+      lw.w_down = expect(p + "mlp.down_proj.weight", {dim, hp.ffn_dim});
+    }
     w.layers.push_back(lw);
   }
   w.output_norm = expect("model.norm.weight", {dim});

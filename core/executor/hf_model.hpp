@@ -21,7 +21,8 @@ LlamaHparams read_hf_hparams(const std::string& dir, const nlohmann::json& confi
 LlamaWeights load_hf_weights(const SafetensorsCheckpoint& ckpt, const LlamaHparams& hparams);
 
 // The GGUF name of a Hugging Face tensor name ("model.layers.3.self_attn.q_proj.weight" ->
-// "blk.3.attn_q.weight"); empty when the name is not one Loom uses.
+// "blk.3.attn_q.weight"; one expert's matrix, "model.layers.3.mlp.experts.5.up_proj.weight", names the
+// layer's stacked experts tensor, "blk.3.ffn_up_exps.weight"); empty when the name is not one Loom uses.
 std::string hf_to_gguf_tensor_name(const std::string& hf_name);
 
 // A safetensors tensor as a view (shape outermost first, contiguous rows).

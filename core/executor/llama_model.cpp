@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "loom/sdk_dtype.hpp"
 
 namespace loom {
 namespace {
@@ -86,7 +87,72 @@ void read_local_layers(const GgufFile& file, const ArchSpec& arch, LlamaHparams&
     hp.attention_scale = 1.0f / std::sqrt(static_cast<float>(hp.dim / hp.n_heads));
 }
 
+// A layer's experts tensor [n_experts, rows, cols] (GGUF ffn_*_exps) as one [rows, cols] view per
+// expert: each expert's rows are contiguous, so its slice starts rows x (bytes of a row) further.
+std::vector<loom_tensor_view> expert_slices(const GgufFile& file, const std::string& name, int64_t n_experts,
+                                            int64_t rows, int64_t cols) {
+  const loom_tensor_view all = expect(file, name, {n_experts, rows, cols});
+  const sdk::DtypeInfo t = sdk::dtype_info(all.dtype);
+  if (t.block_size == 0 || cols % t.block_size != 0)
+    throw Error(file.path() + ": tensor " + name + ": rows of " + std::to_string(cols) + " " + sdk::type_name(all.dtype) +
+                " values are not whole blocks", LOOM_ERR_UNSUPPORTED);
+  const int64_t slice_bytes = rows * (cols / t.block_size) * t.block_bytes;
+  std::vector<loom_tensor_view> out;
+  for (int64_t e = 0; e < n_experts; ++e) {
+    loom_tensor_view v = all;
+    v.data = static_cast<uint8_t*>(all.data) + e * slice_bytes;
+    v.ndim = 2;
+    v.shape[0] = rows;
+    v.shape[1] = cols;
+    v.shape[2] = 1;
+    v.strides[0] = cols;
+    v.strides[1] = 1;
+    v.strides[2] = 1;
+    out.push_back(v);
+  }
+  return out;
+}
+
+// The experts of layer prefix `p` (llama.cpp's tensor names) and, with a shared expert, its dense
+// MLP and gate: the shared gate is stored [dim] and viewed [1, dim], the linear it is.
+void load_experts(const GgufFile& file, const std::string& p, const LlamaHparams& hp, LlamaLayerWeights& lw) {
+  const int64_t dim = hp.dim, e = hp.n_experts, ff = hp.expert_ffn_dim;
+  lw.router = expect(file, p + "ffn_gate_inp.weight", {e, dim});
+  lw.exp_gate = expert_slices(file, p + "ffn_gate_exps.weight", e, ff, dim);
+  lw.exp_up = expert_slices(file, p + "ffn_up_exps.weight", e, ff, dim);
+  lw.exp_down = expert_slices(file, p + "ffn_down_exps.weight", e, dim, ff);
+  if (hp.shared_ffn_dim == 0) return;
+  lw.sh_gate = expect_matrix(file, p + "ffn_gate_shexp.weight", hp.shared_ffn_dim, dim);
+  lw.sh_up = expect_matrix(file, p + "ffn_up_shexp.weight", hp.shared_ffn_dim, dim);
+  lw.sh_down = expect_matrix(file, p + "ffn_down_shexp.weight", dim, hp.shared_ffn_dim);
+  lw.sh_router = expect(file, p + "ffn_gate_inp_shexp.weight", {dim});
+  lw.sh_router.ndim = 2;
+  lw.sh_router.shape[0] = 1;
+  lw.sh_router.shape[1] = dim;
+  lw.sh_router.strides[0] = dim;
+  lw.sh_router.strides[1] = 1;
+}
+
+// <arch>.expert_* keys of a mixture-of-experts family.
+void read_moe(const GgufFile& file, const ArchSpec& arch, LlamaHparams& hp) {
+  const std::string a = hp.architecture + ".";
+  hp.n_experts = required_int(file, a + "expert_count");
+  hp.n_experts_used = required_int(file, a + "expert_used_count");
+  hp.expert_ffn_dim = positive_int(file, a + "expert_feed_forward_length",
+                                   file.get_int(a + "expert_feed_forward_length", hp.ffn_dim));
+  if (arch.moe.shared_expert) hp.shared_ffn_dim = required_int(file, a + "expert_shared_feed_forward_length");
+  hp.norm_topk = file.get_bool(a + "expert_weights_norm", arch.moe.norm_topk);
+  check_moe_hparams(file.path(), hp);
+}
+
 }  // namespace
+
+void check_moe_hparams(const std::string& where, const LlamaHparams& hp) {
+  if (hp.n_experts_used > hp.n_experts)
+    throw Error(where + ": " + std::to_string(hp.n_experts_used) + " experts used per token out of " +
+                std::to_string(hp.n_experts) + " experts");
+  if (hp.expert_ffn_dim <= 0) throw Error(where + ": the experts' feed-forward size must be positive");
+}
 
 std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp) {
   std::vector<double> inv = rope_inv_freq(hp.rope_dim, hp.rope_freq_base, hp.rope_scaling);
@@ -133,12 +199,13 @@ loom_tensor_view gguf_tensor_view(const GgufTensorInfo& info) {
 LlamaHparams read_llama_hparams(const GgufFile& file) {
   LlamaHparams hp;
   hp.architecture = file.get_string("general.architecture", "");
-  const ArchSpec* arch = find_arch_by_name(hp.architecture);
+  const ArchSpec* arch = find_arch_for_gguf(hp.architecture, file.get_int(hp.architecture + ".expert_count", 0) > 0);
   if (arch == nullptr)
     throw Error(file.path() + ": general.architecture \"" + hp.architecture + "\" is not supported (supported: " +
                 supported_architectures(false) + ")", LOOM_ERR_UNSUPPORTED);
   hp.qkv_bias = arch->qkv_bias;
   hp.qk_norm = arch->qk_norm;
+  hp.qk_norm_whole = arch->qk_norm_whole;
   hp.rope_style = arch->gguf_rope;
   hp.norms = arch->norms;
   hp.mlp = arch->mlp;
@@ -172,6 +239,7 @@ LlamaHparams read_llama_hparams(const GgufFile& file) {
   // Mistral-style GGUFs state their attention window; the runtime caps the context to it.
   hp.sliding_window = static_cast<int32_t>(std::clamp<int64_t>(file.get_int(a + "attention.sliding_window", 0), 0, INT32_MAX));
   if (arch->local_period > 0) read_local_layers(file, *arch, hp);
+  if (arch->moe.experts) read_moe(file, *arch, hp);
   if (arch->embed_scale_sqrt_dim) hp.embed_scale = std::sqrt(static_cast<float>(hp.dim));
   hp.final_logit_softcap = static_cast<float>(file.get_float(a + "final_logit_softcapping", 0.0));
   if (hp.final_logit_softcap < 0.0f) throw Error(file.path() + ": " + a + "final_logit_softcapping must not be negative");
@@ -225,17 +293,21 @@ LlamaWeights load_llama_weights(const GgufFile& file) {
       lw.bv = expect(file, p + "attn_v.bias", {kv_dim});
     }
     if (hp.qk_norm) {
-      lw.q_norm = expect(file, p + "attn_q_norm.weight", {hp.head_dim});
-      lw.k_norm = expect(file, p + "attn_k_norm.weight", {hp.head_dim});
+      lw.q_norm = expect(file, p + "attn_q_norm.weight", {hp.qk_norm_whole ? q_dim : hp.head_dim});
+      lw.k_norm = expect(file, p + "attn_k_norm.weight", {hp.qk_norm_whole ? kv_dim : hp.head_dim});
     }
     lw.ffn_norm = expect(file, p + "ffn_norm.weight", {dim});
     if (hp.norms == NormPlacement::kSandwich) {
       lw.post_attn_norm = expect(file, p + "post_attention_norm.weight", {dim});
       lw.post_ffn_norm = expect(file, p + "post_ffw_norm.weight", {dim});
     }
-    lw.w_gate = expect_matrix(file, p + "ffn_gate.weight", hp.ffn_dim, dim);
-    lw.w_up = expect_matrix(file, p + "ffn_up.weight", hp.ffn_dim, dim);
-    lw.w_down = expect_matrix(file, p + "ffn_down.weight", dim, hp.ffn_dim);
+    if (hp.is_moe()) {
+      load_experts(file, p, hp, lw);
+    } else {
+      lw.w_gate = expect_matrix(file, p + "ffn_gate.weight", hp.ffn_dim, dim);
+      lw.w_up = expect_matrix(file, p + "ffn_up.weight", hp.ffn_dim, dim);
+      lw.w_down = expect_matrix(file, p + "ffn_down.weight", dim, hp.ffn_dim);
+    }
     w.layers.push_back(lw);
   }
   w.output_norm = expect(file, "output_norm.weight", {dim});

@@ -43,7 +43,15 @@ struct LlamaHparams {
   // full causal attention. Mistral's window is sliding_window above, not this.
   std::vector<int32_t> layer_window;
   float rope_freq_base_local = 0.0f;  // <arch>.rope.freq_base_swa: RoPE base of windowed layers
+  bool qk_norm_whole = false;  // QK-norm weights [n_heads * head_dim] / [n_kv_heads * head_dim] (OLMoE)
+  // Mixture of experts (model_arch.hpp MoeSpec); n_experts 0: a dense MLP of ffn_dim.
+  int32_t n_experts = 0;        // <arch>.expert_count / num_local_experts, num_experts
+  int32_t n_experts_used = 0;   // <arch>.expert_used_count / num_experts_per_tok: the k of top-k
+  int32_t expert_ffn_dim = 0;   // each expert's hidden size: <arch>.expert_feed_forward_length
+  int32_t shared_ffn_dim = 0;   // the shared expert's: <arch>.expert_shared_feed_forward_length; 0: none
+  bool norm_topk = false;       // the k probabilities renormalised to sum 1
 
+  bool is_moe() const { return n_experts > 0; }
   bool has_windowed_layers() const;
   int32_t window_of(int32_t layer) const {
     return layer_window.empty() ? 0 : layer_window[static_cast<size_t>(layer)];
@@ -63,19 +71,26 @@ std::vector<double> llama_rope_inv_freq(const LlamaHparams& hp);
 LlamaHparams read_llama_hparams(const GgufFile& file);
 
 struct LlamaLayerWeights {
-  loom_tensor_view attn_norm;  // [dim]
-  loom_tensor_view wq;         // [n_heads * head_dim, dim]
-  loom_tensor_view wk;         // [n_kv_heads * head_dim, dim]
-  loom_tensor_view wv;         // [n_kv_heads * head_dim, dim]
-  loom_tensor_view wo;         // [dim, n_heads * head_dim]
-  loom_tensor_view ffn_norm;   // [dim]
-  loom_tensor_view w_gate;     // [ffn_dim, dim]
-  loom_tensor_view w_up;       // [ffn_dim, dim]
-  loom_tensor_view w_down;     // [dim, ffn_dim]
+  loom_tensor_view attn_norm{};  // [dim]
+  loom_tensor_view wq{};         // [n_heads * head_dim, dim]
+  loom_tensor_view wk{};         // [n_kv_heads * head_dim, dim]
+  loom_tensor_view wv{};         // [n_kv_heads * head_dim, dim]
+  loom_tensor_view wo{};         // [dim, n_heads * head_dim]
+  loom_tensor_view ffn_norm{};   // [dim]
+  loom_tensor_view w_gate{};     // [ffn_dim, dim]; absent (data NULL) in a mixture-of-experts layer
+  loom_tensor_view w_up{};       // [ffn_dim, dim]
+  loom_tensor_view w_down{};     // [dim, ffn_dim]
   // Present (data != nullptr) only when the family has them.
   loom_tensor_view bq{}, bk{}, bv{};  // [n_heads * head_dim], [n_kv_heads * head_dim] x2
   loom_tensor_view q_norm{}, k_norm{};  // [head_dim]
   loom_tensor_view post_attn_norm{}, post_ffn_norm{};  // [dim]; NormPlacement::kSandwich
+  // Mixture of experts (hparams.is_moe(); then w_gate, w_up and w_down are absent).
+  loom_tensor_view router{};  // [n_experts, dim] ffn_gate_inp
+  std::vector<loom_tensor_view> exp_gate, exp_up;  // n_experts x [expert_ffn_dim, dim]
+  std::vector<loom_tensor_view> exp_down;          // n_experts x [dim, expert_ffn_dim]
+  loom_tensor_view sh_gate{}, sh_up{};  // [shared_ffn_dim, dim]; present with a shared expert
+  loom_tensor_view sh_down{};           // [dim, shared_ffn_dim]
+  loom_tensor_view sh_router{};         // [1, dim] ffn_gate_inp_shexp: the shared expert's sigmoid gate
 };
 
 // Non-owning: every view points into the GgufFile, which must outlive this.
@@ -93,6 +108,10 @@ struct LlamaWeights {
 
 // Finds and shape-checks every tensor. Throws loom::Error naming the file and the tensor.
 LlamaWeights load_llama_weights(const GgufFile& file);
+
+// Checks the mixture-of-experts hparams (k within the experts, positive sizes); `where` names
+// the file. Throws loom::Error.
+void check_moe_hparams(const std::string& where, const LlamaHparams& hp);
 
 // A view of a GGUF tensor in Loom order: GGUF dims are innermost-first, so dims {in, out} become
 // shape [out, in] with contiguous rows.

@@ -14,6 +14,14 @@ const ArchSpec* find_arch_by_name(const std::string& gguf_arch) {
   return nullptr;
 }
 
+const ArchSpec* find_arch_for_gguf(const std::string& gguf_arch, bool has_experts) {
+  const ArchSpec* row = find_arch_by_name(gguf_arch);
+  if (row == nullptr || !has_experts || row->moe.experts) return row;
+  for (const ArchSpec& a : kArchitectures)
+    if (a.moe.experts && gguf_arch == a.gguf_arch) return &a;
+  return row;
+}
+
 const ArchSpec* find_arch_by_hf(const std::string& hf_class, const std::string& hf_type) {
   for (const ArchSpec& a : kArchitectures)
     if (*a.hf_class != '\0' && hf_class == a.hf_class) return &a;
@@ -27,6 +35,7 @@ std::string supported_architectures(bool with_hf) {
   std::string s;
   for (const ArchSpec& a : kArchitectures) {
     if (with_hf && *a.hf_class == '\0') continue;  // GGUF-only families
+    if (!with_hf && a.moe.experts && std::string(a.name) != a.gguf_arch) continue;  // read as its gguf_arch
     s += (s.empty() ? "" : ", ") + std::string(with_hf ? a.hf_class : a.name);
   }
   return s;

@@ -4,9 +4,11 @@
 //
 // Adding a family is adding a row: name it as GGUF and config.json do, then declare its blocks —
 // where the norms sit (kNormPre, or kNormSandwich with a second norm after each sublayer), the
-// attention variant (q/k/v bias, QK-norm, the pattern of sliding-window layers and their RoPE
-// base), the MLP activation, and whether the embedding is scaled. A block the table cannot say yet
-// (MoE experts, parallel attention+MLP) is one new field here and one branch in the forward.
+// attention variant (q/k/v bias, QK-norm per head or over the whole projection, the pattern of
+// sliding-window layers and their RoPE base), the MLP (its activation; or a mixture of experts,
+// with how the router weighs the chosen ones and whether a shared expert runs beside them), and
+// whether the embedding is scaled. A block the table cannot say yet (parallel attention+MLP) is
+// one new field here and one branch in the forward.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,16 @@ enum class GatedActivation {
   kGeluTanh,  // GeGLU with the tanh approximation of GELU (Gemma's gelu_pytorch_tanh)
 };
 
+// A mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE): a router [n_experts, dim]
+// scores every expert, softmax turns the scores into probabilities, each token runs through its
+// top-k experts (each a gated MLP of its own) and their outputs are summed weighted by those
+// probabilities, renormalised to sum 1 when norm_topk.
+struct MoeSpec {
+  bool experts = false;        // the MLP is a mixture of experts
+  bool norm_topk = false;      // default of config.json norm_topk_prob / GGUF <arch>.expert_weights_norm
+  bool shared_expert = false;  // plus a dense expert on every token, scaled by sigmoid(w . x) (Qwen2-MoE)
+};
+
 struct ArchSpec {
   const char* name;        // GGUF general.architecture, and Loom's name for the family
   const char* hf_class;    // config.json "architectures"[0]; "" when Loom reads it from GGUF only
@@ -49,6 +61,8 @@ struct ArchSpec {
   // <arch>.attention.sliding_window_pattern); 0: the window, if any, is Mistral's, on every layer.
   int32_t local_period = 0;
   double local_rope_base = 0.0;  // RoPE base of local layers (default for <arch>.rope.freq_base_swa)
+  bool qk_norm_whole = false;  // QK-norm over the whole q and k projections, not per head (OLMoE)
+  MoeSpec moe{};
 };
 
 inline constexpr ArchSpec kArchitectures[] = {
@@ -61,10 +75,24 @@ inline constexpr ArchSpec kArchitectures[] = {
     {.name = "gemma3", .hf_class = "", .hf_type = "", .gguf_arch = "gemma3", .qkv_bias = false, .qk_norm = true,
      .gguf_rope = RopeStyle::kNeox, .norms = NormPlacement::kSandwich, .mlp = GatedActivation::kGeluTanh,
      .embed_scale_sqrt_dim = true, .local_period = 6, .local_rope_base = 10000.0},
+    // Mixture-of-experts families. Mixtral is GGUF "llama" with experts (llama.cpp's spelling):
+    // a GGUF whose architecture row has no experts but whose file has <arch>.expert_count reads as
+    // the experts row of the same gguf_arch (find_arch_for_gguf).
+    {.name = "mixtral", .hf_class = "MixtralForCausalLM", .hf_type = "mixtral", .gguf_arch = "llama",
+     .qkv_bias = false, .qk_norm = false, .gguf_rope = RopeStyle::kInterleaved, .moe = {true, true, false}},
+    {.name = "qwen2moe", .hf_class = "Qwen2MoeForCausalLM", .hf_type = "qwen2_moe", .gguf_arch = "qwen2moe",
+     .qkv_bias = true, .qk_norm = false, .gguf_rope = RopeStyle::kNeox, .moe = {true, false, true}},
+    {.name = "qwen3moe", .hf_class = "Qwen3MoeForCausalLM", .hf_type = "qwen3_moe", .gguf_arch = "qwen3moe",
+     .qkv_bias = false, .qk_norm = true, .gguf_rope = RopeStyle::kNeox, .moe = {true, true, false}},
+    {.name = "olmoe", .hf_class = "OlmoeForCausalLM", .hf_type = "olmoe", .gguf_arch = "olmoe", .qkv_bias = false,
+     .qk_norm = true, .gguf_rope = RopeStyle::kNeox, .qk_norm_whole = true, .moe = {true, false, false}},
 };
 
 // The row whose name (GGUF) or hf_class / hf_type (config.json) matches; nullptr when none.
 const ArchSpec* find_arch_by_name(const std::string& gguf_arch);
+// The row a GGUF file reads as: its general.architecture's row, or, when the file has experts
+// and that row has none, the experts row written under the same gguf_arch (Mixtral as "llama").
+const ArchSpec* find_arch_for_gguf(const std::string& gguf_arch, bool has_experts);
 const ArchSpec* find_arch_by_hf(const std::string& hf_class, const std::string& hf_type);
 // "llama, mistral, qwen2, qwen3" (with_hf: the config.json class names too), for refusals.
 std::string supported_architectures(bool with_hf);

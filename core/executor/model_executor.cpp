@@ -9,6 +9,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/half.hpp"
+#include "core/executor/executor_scratch.hpp"
 #include "core/executor/kernels/cpu/add.hpp"
 #include "core/executor/kernels/cpu/add_rmsnorm.hpp"
 #include "core/executor/kernels/cpu/embedding.hpp"
@@ -36,19 +37,6 @@ std::vector<float> to_f32(const loom_tensor_view& v, const std::string& name) {
   return out;
 }
 
-loom_tensor_view f32_view(float* data, std::initializer_list<int64_t> shape) {
-  loom_tensor_view v{};
-  v.data = data;
-  v.dtype = LOOM_DTYPE_F32;
-  v.ndim = static_cast<int32_t>(shape.size());
-  v.device = loom_device{LOOM_DEVICE_CPU, 0};
-  int32_t d = 0;
-  for (int64_t s : shape) v.shape[d++] = s;
-  for (; d < LOOM_MAX_DIMS; ++d) v.shape[d] = 1;
-  for (d = 0; d < LOOM_MAX_DIMS; ++d) v.strides[d] = 1;
-  for (d = v.ndim - 2; d >= 0; --d) v.strides[d] = v.strides[d + 1] * v.shape[d + 1];
-  return v;
-}
 
 // dst[i] = src[rows[i]] for rows of `width` floats; throws on a row outside [0, n). Returns dst.
 float* gather_rows(const float* src, int64_t width, std::span<const int32_t> rows, int64_t n, float* dst) {
@@ -60,11 +48,6 @@ float* gather_rows(const float* src, int64_t width, std::span<const int32_t> row
   return dst;
 }
 
-// Grows a scratch buffer to at least n elements; never shrinks, so steady state never allocates.
-float* ensure(std::vector<float>& buf, int64_t n) {
-  if (buf.size() < static_cast<size_t>(n)) buf.resize(static_cast<size_t>(n));
-  return buf.data();
-}
 
 // y[t, :] += bias for every row t of [n_rows, bias.size()].
 void add_row_bias(float* y, const std::vector<float>& bias, int64_t n_rows) {
@@ -140,6 +123,10 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
       L.wk = prepare(lw.wk, "attn_k.weight", l, LOOM_WEIGHT_ATTN_K, kv_dim, dim, w.source);
       L.wv = prepare(lw.wv, "attn_v.weight", l, LOOM_WEIGHT_ATTN_V, kv_dim, dim, w.source);
       L.wo = prepare(lw.wo, "attn_output.weight", l, LOOM_WEIGHT_ATTN_OUTPUT, dim, q_dim, w.source);
+      if (hp_.is_moe()) {
+        prepare_experts(lw, l, L, w.source);
+        continue;
+      }
       L.w_gate = prepare(lw.w_gate, "ffn_gate.weight", l, LOOM_WEIGHT_FFN_GATE, ff, dim, w.source);
       L.w_up = prepare(lw.w_up, "ffn_up.weight", l, LOOM_WEIGHT_FFN_UP, ff, dim, w.source);
       L.w_down = prepare(lw.w_down, "ffn_down.weight", l, LOOM_WEIGHT_FFN_DOWN, dim, ff, w.source);
@@ -162,21 +149,26 @@ void ModelExecutor::release_all() noexcept {
     h = nullptr;
   };
   for (Layer& L : layers_) {
-    for (void** h : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down}) release(*h);
+    for (void** h : {&L.wq, &L.wk, &L.wv, &L.wo, &L.w_gate, &L.w_up, &L.w_down, &L.router, &L.sh_gate, &L.sh_up,
+                     &L.sh_down, &L.sh_router})
+      release(*h);
+    for (std::vector<void*>* experts : {&L.exp_gate, &L.exp_up, &L.exp_down})
+      for (void*& h : *experts) release(h);
   }
   release(output_);
 }
 
 void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role,
-                             int64_t out, int64_t in, const GgufFile* source) {
+                             int64_t out, int64_t in, const GgufFile* source, int32_t expert) {
   ErrorBuffer err;
   loom_error_buf eb = err.buf();
   const std::string full_name = layer_name(layer, name);
+  const std::string shown = expert < 0 ? full_name : full_name + " (expert " + std::to_string(expert) + ")";
   if (quant_.vt->supports != nullptr) {  // one call: the answer, and with a no the reason in err
     int32_t ok = 0;
     const loom_status s = quant_.vt->supports(quant_.self, w.dtype, &ok, &eb);
     if (s != LOOM_OK || ok == 0)
-      throw Error("tensor " + full_name + ": the quantization plugin cannot use it: " +
+      throw Error("tensor " + shown + ": the quantization plugin cannot use it: " +
                       (err.str().empty() ? std::string("no reason given") : std::string(err.str())),
                   s != LOOM_OK ? s : LOOM_ERR_UNSUPPORTED);
   }
@@ -191,6 +183,7 @@ void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_
     info.layer = layer;
     info.out_features = out;
     info.in_features = in;
+    info.expert = expert;
     if (source != nullptr) {
       info.find_tensor = [](void* ctx, const char* tensor, loom_tensor_view* view) -> int32_t {
         const GgufTensorInfo* t = static_cast<const GgufFile*>(ctx)->find_tensor(tensor);
@@ -204,7 +197,7 @@ void* ModelExecutor::prepare(const loom_tensor_view& w, const char* name, int32_
   } else {
     s = quant_.vt->prepare_weight(quant_.self, &w, &handle, &eb);
   }
-  if (s != LOOM_OK) throw Error("tensor " + full_name + ": prepare_weight failed: " + err.str(), s);
+  if (s != LOOM_OK) throw Error("tensor " + shown + ": prepare_weight failed: " + err.str(), s);
   return handle;
 }
 
@@ -308,7 +301,10 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
       add_row_bias(k, L.bk, T);
       add_row_bias(v, L.bv, T);
     }
-    if (!L.q_norm.empty()) {  // Qwen3: RMSNorm over each head of q and k, before RoPE
+    if (!L.q_norm.empty() && hp_.qk_norm_whole) {  // OLMoE: RMSNorm over each token's whole q and k
+      cpu::rmsnorm(q, H * D, L.q_norm.data(), q, H * D, T, H * D, hp_.rms_eps, pool);
+      cpu::rmsnorm(k, KVH * D, L.k_norm.data(), k, KVH * D, T, KVH * D, hp_.rms_eps, pool);
+    } else if (!L.q_norm.empty()) {  // Qwen3: RMSNorm over each head of q and k, before RoPE
       cpu::rmsnorm(q, D, L.q_norm.data(), q, D, T * H, D, hp_.rms_eps, pool);
       cpu::rmsnorm(k, D, L.k_norm.data(), k, D, T * KVH, D, hp_.rms_eps, pool);
     }
@@ -347,15 +343,20 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
     if (sandwich) cpu::rmsnorm(proj, dim, L.post_attn_norm.data(), proj, dim, rows, dim, hp_.rms_eps, pool);
 
     // MLP sublayer (SwiGLU / GeGLU): x += Wdown · (act(Wgate·n(x)) * Wup·n(x)), n(x) fused with the add.
+    // A mixture of experts in place of the one MLP: the same x in and sublayer output out.
     cpu::add_rmsnorm(h, proj, L.ffn_norm.data(), xn, rows, dim, hp_.rms_eps, pool);
-    const LinearOut gate_up[] = {{L.w_gate, gate, ff}, {L.w_up, up, ff}};
-    linear_group(gate_up, xn, rows, dim);
-    if (hp_.mlp == GatedActivation::kGeluTanh) {
-      cpu::gelu_tanh_mul(gate, up, gate, rows * ff, pool);
+    if (hp_.is_moe()) {
+      moe_mlp(L, xn, rows, proj);
     } else {
-      cpu::silu_mul(gate, up, gate, rows * ff, pool);
+      const LinearOut gate_up[] = {{L.w_gate, gate, ff}, {L.w_up, up, ff}};
+      linear_group(gate_up, xn, rows, dim);
+      if (hp_.mlp == GatedActivation::kGeluTanh) {
+        cpu::gelu_tanh_mul(gate, up, gate, rows * ff, pool);
+      } else {
+        cpu::silu_mul(gate, up, gate, rows * ff, pool);
+      }
+      linear(L.w_down, gate, rows, ff, proj, dim);
     }
-    linear(L.w_down, gate, rows, ff, proj, dim);
     if (sandwich) cpu::rmsnorm(proj, dim, L.post_ffn_norm.data(), proj, dim, rows, dim, hp_.rms_eps, pool);
     if (!last) {
       cpu::add_rmsnorm(x, proj, layers_[static_cast<size_t>(l) + 1].attn_norm.data(), xn, T, dim, hp_.rms_eps, pool);

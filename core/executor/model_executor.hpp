@@ -15,6 +15,7 @@
 
 #include "core/common/thread_pool.hpp"
 #include "core/executor/batch_builder.hpp"
+#include "core/executor/expert_routing.hpp"
 #include "core/executor/kernels/cpu/rope.hpp"
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/micro_batch.hpp"
@@ -77,6 +78,13 @@ class ModelExecutor {
     void* w_gate = nullptr;
     void* w_up = nullptr;
     void* w_down = nullptr;
+    // Mixture of experts (hp_.is_moe(); then w_gate, w_up and w_down stay null).
+    void* router = nullptr;                          // [n_experts, dim]
+    std::vector<void*> exp_gate, exp_up, exp_down;   // one handle per expert
+    void* sh_gate = nullptr;                         // the shared expert, when the family has one
+    void* sh_up = nullptr;
+    void* sh_down = nullptr;
+    void* sh_router = nullptr;                       // [1, dim]
   };
 
   // Hands one weight to the quantization plugin, with its name, role and logical [out, in] shape
@@ -84,7 +92,7 @@ class ModelExecutor {
   // One micro-batch through every layer.
   void execute_tokens(const BuiltBatch& batch, std::vector<float>& logits);
   void* prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role, int64_t out,
-                int64_t in, const GgufFile* source);
+                int64_t in, const GgufFile* source, int32_t expert = -1);
   void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);
   // One output of linears on one x: y [n, out] = x W^T, W = handle.
   struct LinearOut {
@@ -95,6 +103,15 @@ class ModelExecutor {
   // Linears on one x (Q/K/V, gate/up): one plugin call where it offers linear_group
   // (quantization interface 1.2), else linear for each.
   void linear_group(std::span<const LinearOut> outs, const float* x, int64_t n, int64_t in);
+  // The mixture-of-experts MLP of layer L (model_executor_moe.cpp): out [rows, dim] from the
+  // normed xn [rows, dim]; each token's result depends on its own row alone.
+  void moe_mlp(const Layer& L, const float* xn, int64_t rows, float* out);
+  // Prepares layer l's router, experts and shared expert.
+  void prepare_experts(const LlamaLayerWeights& lw, int32_t l, Layer& L, const GgufFile* source);
+  // Expert GEMMs over rows grouped by expert: one plugin call where it offers linear_experts
+  // (quantization interface 1.4), else linear per expert with rows.
+  void linear_experts(const std::vector<void*>& handles, const std::vector<int32_t>& offsets, const float* x,
+                      int64_t in, float* y, int64_t out);
   void release_all() noexcept;
 
   LlamaHparams hp_;
@@ -124,6 +141,14 @@ class ModelExecutor {
   std::vector<float> gate_;    // [n_tokens, ffn_dim]
   std::vector<float> up_;      // [n_tokens, ffn_dim]
   std::vector<float> final_;   // [n_logits, dim] last hidden states of the sampled rows
+  // Mixture-of-experts scratch (k = n_experts_used, ef = expert_ffn_dim, sf = shared_ffn_dim).
+  ExpertRoutes routes_;
+  std::vector<float> router_logits_;  // [rows, n_experts]
+  std::vector<float> moe_x_;          // [rows * k, dim] the routed rows, grouped by expert
+  std::vector<float> moe_gate_;       // [rows * k, ef] (the shared expert: [rows, sf])
+  std::vector<float> moe_up_;         // [rows * k, ef]
+  std::vector<float> moe_down_;       // [rows * k, dim]
+  std::vector<float> shared_gate_;    // [rows] the shared expert's gate logit
 };
 
 }  // namespace loom

@@ -82,18 +82,26 @@ TEST_F(AbiVersions, Attention11LoadsWithoutSlidingWindow) {
   EXPECT_EQ(std::vector<float>(out, out + 4), (std::vector<float>{3, 6, 9, 12}));
 }
 
-TEST_F(AbiVersions, Quantization12LoadsAndLinearRuns) {
+// A 1.3 plugin (reads, no linear_experts): it loads, its calls run, and the 1.4 member reads as
+// absent, so a host runs a mixture-of-experts layer through linear once per expert.
+TEST_F(AbiVersions, Quantization13LoadsWithoutLinearExperts) {
   const loom_quantization_create_args args{sizeof(args), {LOOM_DEVICE_CPU, 0}};
   auto p = host_.create(spec(LOOM_KIND_QUANTIZATION, "old"), &args);
-  EXPECT_EQ(p->desc().iface_minor, 2u);
+  EXPECT_EQ(p->desc().iface_minor, 3u);
   const auto& vt = p->vtable<loom_quantization_vtable>();
+  EXPECT_EQ(vt.struct_size, offsetof(loom_quantization_vtable, linear_experts));
+  EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).version(3).vtable_size, offsetof(loom_quantization_vtable, linear_experts));
   EXPECT_TRUE(sdk::present(vt, &loom_quantization_vtable::prepare_weight_info));
   EXPECT_TRUE(sdk::present(vt, &loom_quantization_vtable::linear_group));
-  EXPECT_FALSE(sdk::present(vt, &loom_quantization_vtable::reads));  // 1.3's member: absent
+  EXPECT_TRUE(sdk::present(vt, &loom_quantization_vtable::reads));
+  EXPECT_FALSE(sdk::present(vt, &loom_quantization_vtable::linear_experts));  // 1.4's member: absent
   EXPECT_TRUE(p->ask("supports", &loom_quantization_vtable::supports, LOOM_DTYPE_F32).ok);
   const sdk::Verdict q8 = p->ask("supports", &loom_quantization_vtable::supports, LOOM_DTYPE_Q8_0);
   EXPECT_FALSE(q8.ok);
   EXPECT_EQ(q8.reason, "old_minor reads f32 only");
+  int32_t reading = -1;
+  p->call("reads", &loom_quantization_vtable::reads, "", LOOM_DTYPE_F32, &reading);
+  EXPECT_EQ(reading, LOOM_QUANT_READS_AS_STORED);
   float w[6] = {1, 0, 2, 0, 1, -1}, x[3] = {1, 2, 3}, y[2] = {};
   loom_tensor_view wv = f32(w, {2, 3}), xv = f32(x, {1, 3}), yv = f32(y, {1, 2});
   void* handle = nullptr;

@@ -2,7 +2,9 @@
 // RoPE scaling and tied head, Mistral, Qwen2 with QKV bias, Qwen3 with QK-norm) converted to GGUF
 // gives, through the executor, the same greedy tokens and logprobs (1e-4) as the directory, on
 // the prompts of its expected.json; its GGUF tokenizer encodes like tokenizer.json; and the q/k
-// row permutation is exact on a tiny matrix.
+// row permutation is exact on a tiny matrix. The mixture-of-experts checkpoints (Mixtral as GGUF
+// "llama" with experts, Qwen2-MoE, Qwen3-MoE, OLMoE) convert with their experts stacked into
+// ffn_*_exps and give the directory's 32 greedy tokens.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -105,6 +107,51 @@ TEST_P(ConvertHf, GgufGivesTheDirectorysTokensAndLogprobs) {
   std::printf("%s: %d steps, max |logprob(gguf) - logprob(hf)| over the vocabulary = %.2e\n", arch.c_str(), steps,
               worst);
 }
+
+class ConvertHfMoe : public ::testing::TestWithParam<std::pair<const char*, const char*>> {};
+
+TEST_P(ConvertHfMoe, GgufGivesTheDirectorysTokensWithStackedExperts) {
+  const auto [arch, gguf_arch] = GetParam();
+  const std::string dir = test::data_path(std::string("hf/") + arch);
+  const auto hf = ModelSource::open(dir);
+  const std::string out = converted_path(arch, LOOM_DTYPE_F32);
+  convert::hf_to_gguf(*hf, convert::HfConvertOptions{}, nullptr).write(out);
+  const auto gguf = ModelSource::open(out);
+  std::filesystem::remove(out);
+  ASSERT_NE(gguf->gguf()->find_tensor("blk.0.ffn_up_exps.weight"), nullptr);
+  EXPECT_EQ(gguf->gguf()->find_tensor("blk.0.ffn_up_exps.weight")->dims,
+            (std::vector<int64_t>{hf->hparams().dim, hf->hparams().expert_ffn_dim, hf->hparams().n_experts}));
+  EXPECT_EQ(gguf->gguf()->get_string("general.architecture", ""), gguf_arch);
+  const LlamaHparams &a = hf->hparams(), &b = gguf->hparams();
+  EXPECT_EQ(b.architecture, gguf_arch);  // Mixtral's keys are llama.*
+  EXPECT_EQ(b.n_experts, a.n_experts);
+  EXPECT_EQ(b.n_experts_used, a.n_experts_used);
+  EXPECT_EQ(b.expert_ffn_dim, a.expert_ffn_dim);
+  EXPECT_EQ(b.shared_ffn_dim, a.shared_ffn_dim);
+  EXPECT_EQ(b.norm_topk, a.norm_topk);
+  EXPECT_EQ(b.qk_norm_whole, a.qk_norm_whole);
+
+  const nlohmann::json expected = read_json_file(dir + "/expected.json", false);
+  double worst = 0.0;
+  for (const auto& result : expected["results"]) {
+    std::vector<int32_t> forced;
+    for (const auto& s : result["steps"]) forced.push_back(s["token"].get<int32_t>());
+    ASSERT_EQ(forced.size(), 32u);
+    const auto prompt = result["prompt"].get<std::vector<int32_t>>();
+    const auto x = run_steps(*hf, prompt, forced), y = run_steps(*gguf, prompt, forced);
+    for (size_t k = 0; k < x.size(); ++k) {
+      EXPECT_EQ(std::max_element(y[k].begin(), y[k].end()) - y[k].begin(), forced[k]) << arch << " step " << k;
+      for (size_t i = 0; i < x[k].size(); ++i) worst = std::max(worst, std::fabs(x[k][i] - y[k][i]));
+    }
+  }
+  EXPECT_LT(worst, 1e-4) << arch;
+  std::printf("%s: max |logprob(gguf) - logprob(hf)| over the vocabulary = %.2e\n", arch, worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Moe, ConvertHfMoe,
+                         ::testing::Values(std::pair{"mixtral", "llama"}, std::pair{"qwen2_moe", "qwen2moe"},
+                                           std::pair{"qwen3_moe", "qwen3moe"}, std::pair{"olmoe", "olmoe"}),
+                         [](const auto& info) { return std::string(info.param.first); });
 
 TEST_P(ConvertHf, Bf16MatricesStayExact) {
   // The checkpoints hold bf16 values, so a bf16 GGUF loses nothing: same logprobs as f32.

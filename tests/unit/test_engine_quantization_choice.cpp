@@ -113,6 +113,27 @@ TEST(QuantizationChoice, LinearWeightTypesCountEveryPreparedMatrix) {
   EXPECT_EQ(linear_weight_types(w)[2].first_tensor, "token_embd.weight");
 }
 
+TEST(QuantizationChoice, LinearWeightTypesCountTheExpertsOfAMixture) {
+  LlamaWeights w = weights_of(LOOM_DTYPE_Q4_0, LOOM_DTYPE_Q6_K);
+  LlamaLayerWeights& moe = w.layers[1];
+  moe.w_gate = moe.w_up = moe.w_down = loom_tensor_view{};  // no dense MLP in an experts layer
+  loom_tensor_view router = moe.wq, expert = moe.wq;
+  router.dtype = LOOM_DTYPE_F32;
+  expert.dtype = LOOM_DTYPE_Q8_0;
+  moe.router = router;
+  moe.exp_gate = moe.exp_up = {expert, expert, expert};
+  moe.exp_down = {expert, expert};
+  moe.exp_down.push_back(moe.wq);  // a third expert's down stored like the attention
+  const std::vector<WeightTypeUse> types = linear_weight_types(w);
+  ASSERT_EQ(types.size(), 4u);
+  EXPECT_EQ(types[0].count, 7 + 4 + 1);  // layer 0, layer 1's attention, the last expert
+  EXPECT_EQ(types[1].dtype, LOOM_DTYPE_F32);
+  EXPECT_EQ(types[1].first_tensor, "blk.1.ffn_gate_inp.weight");
+  EXPECT_EQ(types[2].dtype, LOOM_DTYPE_Q8_0);
+  EXPECT_EQ(types[2].first_tensor, "blk.1.ffn_gate_exps.weight");
+  EXPECT_EQ(types[2].count, 8);
+}
+
 // The in-tree plugins' claims, asked through the plugin host as the engine asks them.
 class InTreeClaims : public ::testing::Test {
  protected:

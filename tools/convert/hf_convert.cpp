@@ -33,11 +33,44 @@ std::vector<float> read_f32(const SafetensorsTensor& t) {
   return out;
 }
 
-// How one HF tensor becomes its GGUF tensor.
+// How one HF tensor (or a layer's experts, stacked) becomes its GGUF tensor.
 struct TensorPlan {
   std::string hf_name;
   int64_t permute_heads = 0;  // > 0: interleave RoPE rows of this many heads
+  std::vector<std::string> experts = {};  // non-empty: these HF tensors stacked as [n_experts, rows, cols]
+  bool squeeze = false;       // [1, n] stored as [n] (the shared expert's gate, as llama.cpp has it)
 };
+
+// A layer's MoE tensors in llama.cpp's order: the router, the stacked gate, down and up experts,
+// and the shared expert with its gate.
+void plan_experts(const SafetensorsCheckpoint& ckpt, const std::string& p, const LlamaHparams& hp,
+                  std::vector<TensorPlan>& plan) {
+  const bool mixtral = ckpt.find(p + "block_sparse_moe.gate.weight") != nullptr;
+  const std::string group = p + (mixtral ? "block_sparse_moe." : "mlp.");
+  plan.push_back({group + "gate.weight"});
+  const char* const kParts[][2] = {{"w1", "gate_proj"}, {"w2", "down_proj"}, {"w3", "up_proj"}};
+  for (const auto& part : kParts) {
+    TensorPlan stacked;
+    for (int32_t e = 0; e < hp.n_experts; ++e)
+      stacked.experts.push_back(group + "experts." + std::to_string(e) + "." + part[mixtral ? 0 : 1] + ".weight");
+    stacked.hf_name = stacked.experts.front();
+    plan.push_back(std::move(stacked));
+  }
+  if (hp.shared_ffn_dim == 0) return;
+  for (const char* t : {"shared_expert.gate_proj.weight", "shared_expert.up_proj.weight", "shared_expert.down_proj.weight"})
+    plan.push_back({group + t});
+  plan.push_back({.hf_name = group + "shared_expert_gate.weight", .squeeze = true});
+}
+
+void add_moe_metadata(GgufWriter& w, const std::string& a, const LlamaHparams& hp) {
+  if (!hp.is_moe()) return;
+  w.set_u32(a + "expert_count", static_cast<uint32_t>(hp.n_experts));
+  w.set_u32(a + "expert_used_count", static_cast<uint32_t>(hp.n_experts_used));
+  w.set_u32(a + "expert_feed_forward_length", static_cast<uint32_t>(hp.expert_ffn_dim));
+  if (hp.shared_ffn_dim > 0)
+    w.set_u32(a + "expert_shared_feed_forward_length", static_cast<uint32_t>(hp.shared_ffn_dim));
+  w.set_bool(a + "expert_weights_norm", hp.norm_topk);
+}
 
 void add_rope_metadata(GgufWriter& w, const std::string& a, const LlamaHparams& hp) {
   w.set_f32(a + "rope.freq_base", hp.rope_freq_base);
@@ -118,6 +151,7 @@ GgufWriter hf_to_gguf(const ModelSource& src, const HfConvertOptions& opts, std:
   w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(hp.rope_dim));
   w.set_f32(a + "attention.layer_norm_rms_epsilon", hp.rms_eps);
   add_rope_metadata(w, a, hp);
+  add_moe_metadata(w, a, hp);
   if (hp.sliding_window > 0) {
     w.set_u32(a + "attention.sliding_window", static_cast<uint32_t>(hp.sliding_window));
     if (notes && hp.sliding_window < hp.context_length)
@@ -152,23 +186,32 @@ GgufWriter hf_to_gguf(const ModelSource& src, const HfConvertOptions& opts, std:
         throw Error(src.path() + ": q/k biases in the interleaved layout are not supported", LOOM_ERR_UNSUPPORTED);
       plan.push_back({name, heads});
     }
+    if (hp.is_moe()) plan_experts(*ckpt, "model.layers." + std::to_string(l) + ".", hp, plan);
   }
   plan.push_back({"model.norm.weight"});
   if (!src.weights().tied_output) plan.push_back({"lm_head.weight"});
   add_rope_freqs(w, hp);
 
   for (const TensorPlan& p : plan) {
-    const SafetensorsTensor* t = ckpt->find(p.hf_name);
-    if (t == nullptr) throw Error(src.path() + ": tensor " + p.hf_name + " is missing");
+    std::vector<const SafetensorsTensor*> parts;
+    for (const std::string& name : p.experts.empty() ? std::vector<std::string>{p.hf_name} : p.experts) {
+      parts.push_back(ckpt->find(name));
+      if (parts.back() == nullptr) throw Error(src.path() + ": tensor " + name + " is missing");
+    }
+    const SafetensorsTensor* t = parts.front();
     std::vector<int64_t> dims(t->shape.rbegin(), t->shape.rend());  // GGUF: innermost first
-    const loom_dtype dtype = t->shape.size() >= 2 ? opts.dtype : LOOM_DTYPE_F32;
+    if (!p.experts.empty()) dims.push_back(static_cast<int64_t>(parts.size()));
+    if (p.squeeze && dims.size() == 2 && dims[1] == 1) dims.pop_back();
+    const loom_dtype dtype = dims.size() >= 2 ? opts.dtype : LOOM_DTYPE_F32;
     const int64_t heads = p.permute_heads, head_dim = hp.head_dim;
-    w.add_tensor(hf_to_gguf_tensor_name(p.hf_name), dtype, dims, [t, heads, head_dim, dtype](GgufTensorSink& sink) {
-      std::vector<float> values = read_f32(*t);
-      if (heads > 0) permute_rows_for_interleaved_rope(values, heads, head_dim, t->shape.back());
-      std::vector<uint8_t> bytes;
-      encode_f32(values, dtype, bytes);
-      sink.write(bytes.data(), bytes.size());
+    w.add_tensor(hf_to_gguf_tensor_name(p.hf_name), dtype, dims, [parts, heads, head_dim, dtype](GgufTensorSink& sink) {
+      for (const SafetensorsTensor* part : parts) {  // experts one after another: [n_experts, rows, cols]
+        std::vector<float> values = read_f32(*part);
+        if (heads > 0) permute_rows_for_interleaved_rope(values, heads, head_dim, part->shape.back());
+        std::vector<uint8_t> bytes;
+        encode_f32(values, dtype, bytes);
+        sink.write(bytes.data(), bytes.size());
+      }
     });
   }
   return w;

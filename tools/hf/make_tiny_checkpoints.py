@@ -12,10 +12,19 @@ tests), so their vocab is the tokenizer's and the embedding is tied; Mistral and
 holds a chat conversation rendered by transformers' apply_chat_template with the checkpoint's
 own template (add_generation_prompt=True), its prompt ids and CHAT_STEPS greedy steps.
 
+The mixture-of-experts families (Mixtral, Qwen2-MoE with its shared expert, Qwen3-MoE, OLMoE) are
+built the same way with a 512-token vocab, MOE_STEPS greedy steps, and for each step also the
+top-8 raw logits and the row's largest |logit| (the scale of a relative tolerance). Their seeds
+are searched until every router decision of every step is clear: the k-th and (k+1)-th expert
+probabilities of every token in every layer differ by at least ROUTER_GAP, so f32 rounding cannot
+swap an expert. They share a 512-token byte-level BPE tokenizer trained here on seeded random
+words (hf_tokenizers/tiny512/, written beside OUT_DIR), so the server can run them.
+
 The tokenizer files are relative symlinks into OUT_DIR/../hf_tokenizers/ when that holds the
 same bytes (the repository keeps one copy), copies otherwise.
 
-Usage: python tools/hf/make_tiny_checkpoints.py OUT_DIR   (committed as tests/data/hf/)
+Usage: python tools/hf/make_tiny_checkpoints.py OUT_DIR [ARCH ...]   (committed as tests/data/hf/;
+       naming architectures rebuilds only those)
 Needs: torch, transformers (PyPI).
 """
 import filecmp
@@ -31,6 +40,9 @@ ASSETS = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "as
 STEPS = 20
 CHAT_STEPS = 12
 TOP = 5
+MOE_STEPS = 32
+TOP_LOGITS = 8
+ROUTER_GAP = 2e-4
 MIN_DISTINCT = 5  # greedy tokens per prompt: a sequence repeating one token is a weak oracle
 CONVERSATION = [
     dict(role="system", content="You are a terse assistant."),
@@ -38,6 +50,29 @@ CONVERSATION = [
     dict(role="assistant", content="Red, yellow and blue."),
     dict(role="user", content="And the secondary ones?"),
 ]
+
+
+def tiny_tokenizer(out_root):
+    """A byte-level BPE of exactly 512 tokens (<pad>, <s>, </s>, the 256 bytes, merges), trained
+    deterministically on seeded random words; returns its directory."""
+    import random
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    rng = random.Random(5)
+    words = ["".join(rng.choice("etaoinshrdlucmfwypvbgkjqxz") for _ in range(rng.randint(2, 7))) for _ in range(3000)]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=512, special_tokens=["<pad>", "<s>", "</s>"], show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator([" ".join(words[i:i + 12]) + "." for i in range(0, len(words), 12)], trainer)
+    assert tok.get_vocab_size() == 512
+    out = os.path.join(out_root, "..", "hf_tokenizers", "tiny512")
+    os.makedirs(out, exist_ok=True)
+    tok.save(os.path.join(out, "tokenizer.json"))
+    with open(os.path.join(out, "tokenizer_config.json"), "w") as f:
+        json.dump(dict(add_bos_token=False, add_eos_token=False, bos_token="<s>", eos_token="</s>",
+                       pad_token="<pad>", tokenizer_class="PreTrainedTokenizerFast"), f, indent=1)
+    return out
 
 
 def tokenizer_vocab_size(path):
@@ -71,6 +106,46 @@ def specs():
     ]
 
 
+def moe_specs():
+    common = dict(hidden_size=16, num_hidden_layers=2, max_position_embeddings=256, rms_norm_eps=1e-5,
+                  hidden_act="silu", vocab_size=512, num_attention_heads=4, num_key_value_heads=2,
+                  tie_word_embeddings=False, bos_token_id=1, eos_token_id=2)
+    return [
+        ("mixtral", transformers.MixtralConfig, None, dict(
+            common, intermediate_size=32, num_local_experts=4, num_experts_per_tok=2, rope_theta=1000000.0,
+            sliding_window=None)),
+        ("qwen2_moe", transformers.Qwen2MoeConfig, None, dict(
+            common, intermediate_size=32, moe_intermediate_size=16, shared_expert_intermediate_size=24,
+            num_experts=4, num_experts_per_tok=2, norm_topk_prob=False, decoder_sparse_step=1, mlp_only_layers=[],
+            rope_theta=1000000.0, use_sliding_window=False)),
+        ("qwen3_moe", transformers.Qwen3MoeConfig, None, dict(
+            common, intermediate_size=32, moe_intermediate_size=16, num_experts=8, num_experts_per_tok=2,
+            norm_topk_prob=True, decoder_sparse_step=1, mlp_only_layers=[], head_dim=8, rope_theta=1000000.0,
+            use_sliding_window=False)),
+        ("olmoe", transformers.OlmoeConfig, None, dict(
+            common, intermediate_size=16, num_experts=8, num_experts_per_tok=2, norm_topk_prob=False,
+            rope_theta=10000.0, clip_qkv=None)),
+    ]
+
+
+class RouterWatch:
+    """The smallest gap between the k-th and (k+1)-th router probability of any token seen."""
+
+    def __init__(self, model, top_k):
+        self.top_k, self.gap = top_k, float("inf")
+        for name, mod in model.named_modules():
+            gate = getattr(mod, "gate", None)
+            if name.endswith(("mlp", "block_sparse_moe")) and isinstance(getattr(gate, "weight", None), torch.Tensor):
+                mod.register_forward_pre_hook(self.hook(gate.weight))
+
+    def hook(self, weight):
+        def pre(_, args):
+            probs = torch.softmax((args[0].reshape(-1, weight.shape[1]) @ weight.T).double(), dim=-1)
+            top = torch.topk(probs, self.top_k + 1, dim=-1).values
+            self.gap = min(self.gap, float((top[:, self.top_k - 1] - top[:, self.top_k]).min()))
+        return pre
+
+
 def randomize(model, gen, tied):
     # Large weights so logits are peaked: random init at std 0.02 gives near-ties in the top-5.
     # With a tied classifier the residual stream still carries the input token's embedding, which
@@ -91,7 +166,7 @@ def randomize(model, gen, tied):
             p.copy_(p.to(torch.bfloat16).to(torch.float32))  # what the bf16 file holds
 
 
-def run(model, prompt, n_steps=STEPS):
+def run(model, prompt, n_steps=STEPS, raw_logits=False):
     ids = list(prompt)
     steps = []
     with torch.no_grad():
@@ -104,6 +179,10 @@ def run(model, prompt, n_steps=STEPS):
                               top_logprobs=[float(v) for v in top.values[:TOP]],
                               gap_5_6=float(top.values[TOP - 1] - top.values[TOP]),
                               gap_1_2=float(top.values[0] - top.values[1])))
+            if raw_logits:
+                raw = torch.topk(logits, TOP_LOGITS)
+                steps[-1].update(logit_ids=[int(i) for i in raw.indices], logits=[float(v) for v in raw.values],
+                                 logit_scale=float(logits.abs().max()))
             ids.append(tok)
     return steps
 
@@ -131,24 +210,44 @@ def chat_case(model, tok_dir, eos_ids):
     return dict(messages=CONVERSATION, prompt_text=text, prompt=ids, steps=steps)
 
 
+def build(arch, cfg_cls, kw, seed):
+    torch.manual_seed(1234)
+    gen = torch.Generator().manual_seed(seed)
+    cfg = cfg_cls(**kw)
+    cfg._attn_implementation = "eager"
+    model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
+    randomize(model, gen, kw["tie_word_embeddings"])
+    return model
+
+
 def main():
     out_root = sys.argv[1]
-    for arch, cfg_cls, tok_dir, kw in specs():
-        torch.manual_seed(1234)
-        gen = torch.Generator().manual_seed(sum(map(ord, arch)) + 2)
-        cfg = cfg_cls(**kw)
-        cfg._attn_implementation = "eager"
-        model = transformers.AutoModelForCausalLM.from_config(cfg, attn_implementation="eager").float().eval()
-        randomize(model, gen, kw["tie_word_embeddings"])
+    only = set(sys.argv[2:])
+    tiny_tok = tiny_tokenizer(out_root) if not only or only & {s[0] for s in moe_specs()} else None
+    for arch, cfg_cls, tok_dir, kw, moe in [s + (False,) for s in specs()] + [s + (True,) for s in moe_specs()]:
+        if only and arch not in only:
+            continue
         vocab = kw["vocab_size"]
         pgen = torch.Generator().manual_seed(7)
         prompts = [[int(x) for x in torch.randint(0, min(vocab, 30000), (n,), generator=pgen)] for n in (3, 7, 12)]
-        results = [dict(prompt=p, steps=run(model, p)) for p in prompts]
+        seed = sum(map(ord, arch)) + 2
+        for attempt in range(40 if moe else 1):
+            model = build(arch, cfg_cls, kw, seed + attempt)
+            watch = RouterWatch(model, kw["num_experts_per_tok"]) if moe else None
+            results = [dict(prompt=p, steps=run(model, p, MOE_STEPS if moe else STEPS, raw_logits=moe))
+                       for p in prompts]
+            if not moe or watch.gap >= ROUTER_GAP:
+                break
+            print(arch, "seed", seed + attempt, "router gap", watch.gap, "too small, next seed")
+        else:
+            raise SystemExit(f"{arch}: no seed gives clear router decisions")
         distinct = [len({s["token"] for s in r["steps"]}) for r in results]
         if min(distinct) < MIN_DISTINCT:
             raise SystemExit(f"{arch}: greedy sequences too repetitive, distinct tokens per prompt {distinct}")
         eos = kw["eos_token_id"] if isinstance(kw["eos_token_id"], list) else [kw["eos_token_id"]]
         chat = chat_case(model, tok_dir, eos) if tok_dir else None
+        if moe:
+            tok_dir = tiny_tok  # no chat case: the tiny tokenizer has no template
         out = os.path.join(out_root, arch)
         os.makedirs(out, exist_ok=True)
         model.to(torch.bfloat16).save_pretrained(out, safe_serialization=True)
@@ -156,7 +255,9 @@ def main():
             for f in ("tokenizer.json", "tokenizer_config.json"):
                 link_or_copy(os.path.join(tok_dir, f), out_root, os.path.basename(tok_dir), out, f)
         doc = dict(architecture=arch, transformers=transformers.__version__, torch=torch.__version__,
-                   steps=STEPS, top=TOP, results=results)
+                   steps=MOE_STEPS if moe else STEPS, top=TOP, results=results)
+        if moe:
+            doc["router_gap"] = watch.gap
         if chat:
             doc["chat"] = chat
         with open(os.path.join(out, "expected.json"), "w") as f:
@@ -165,7 +266,7 @@ def main():
         if chat:
             gaps += [s["gap_1_2"] for s in chat["steps"]]
         print(arch, "min gap", min(gaps), "distinct", distinct, "chat", chat and [s["token"] for s in chat["steps"]],
-              "files", sorted(os.listdir(out)))
+              "router gap", watch and watch.gap, "files", sorted(os.listdir(out)))
 
 
 if __name__ == "__main__":

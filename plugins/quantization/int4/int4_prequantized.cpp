@@ -1,6 +1,7 @@
 // Pre-quantized INT4 weights from a GGUF (int4_prequantized.hpp).
 #include "int4_prequantized.hpp"
 
+#include <cstddef>
 #include <cstring>
 #include <string>
 
@@ -42,7 +43,7 @@ void check_matrix(const loom_tensor_view& v, const std::string& name, loom_dtype
 
 Int4Weight read_prequantized(const loom_tensor_view* words, const loom_weight_info* info) {
   if (words == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight is null");
-  if (info == nullptr || info->struct_size < sizeof(loom_weight_info) || info->name == nullptr)
+  if (info == nullptr || info->struct_size < offsetof(loom_weight_info, expert) || info->name == nullptr)
     refuse("a weight stored pre-quantized (i32 words) needs its name from the host (prepare_weight_info)");
   const std::string name = info->name;
   if (info->find_tensor == nullptr)

@@ -132,7 +132,7 @@ class NoneQuantization {
       if (handles[i] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
       const loom_none::PanelView& w = static_cast<const Weight*>(handles[i])->view;
       loom_quant::check_linear(kName, w.in, w.out, x, &y[i]);
-      group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], 0, 0};
+      group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], 0, 0, nullptr, 0};
       one_dtype = one_dtype && w.dtype == group_[0].w->dtype;
     }
     const int64_t n = x->shape[0];
@@ -143,8 +143,67 @@ class NoneQuantization {
       prefill(xd, xs, n);
       return;
     }
-    // Decode: the group's panels end to end, equal shares of them per thread (rounded to
-    // kShareAlign), each thread packing its own x.
+    const auto need = static_cast<size_t>(loom_none::scratch_floats(n, group_[0].w->in));
+
+    for (Target& t : group_) t.x = xd, t.n = n;
+    decode(xs, need);
+  }
+
+  // Quantization interface 1.4: a mixture-of-experts layer's expert GEMMs, rows grouped by
+  // expert. An expert with a prefill's worth of rows runs as its own linear (the shared-x
+  // prefill); the others' panels go end to end through one decode pass of the threads, each
+  // expert's panels reading that expert's rows. Either way a row gets linear's bits.
+  void linear_experts(void* const* handles, int32_t count, const int32_t* offsets, const loom_tensor_view* x,
+                      loom_tensor_view* y) {
+    if (handles == nullptr || offsets == nullptr || x == nullptr || y == nullptr || count <= 0 || offsets[0] != 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: linear_experts needs handles and offsets from 0");
+    if (offsets[count] != x->shape[0])
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: linear_experts offsets end at " +
+                                                 std::to_string(offsets[count]) + ", x has " +
+                                                 std::to_string(x->shape[0]) + " rows");
+    group_.clear();
+    const auto* xd = static_cast<const float*>(x->data);
+    auto* yd = static_cast<float*>(y->data);
+    int64_t widest = 0;
+    for (int32_t e = 0; e < count; ++e) {
+      const int64_t lo = offsets[e], n = int64_t{offsets[e + 1]} - lo;
+      if (n < 0) throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: linear_experts offsets decrease");
+      if (handles[e] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
+      const loom_none::PanelView& w = static_cast<const Weight*>(handles[e])->view;
+      loom_quant::check_linear(kName, w.in, w.out, x, y);
+      if (n == 0) continue;
+      if (kernel_.pack_x != nullptr && n >= loom_none::kPrefillRows && host_.num_threads() > 1) {
+        loom_tensor_view xe = *x, ye = *y;
+        xe.data = const_cast<float*>(xd + lo * x->strides[0]);
+        ye.data = yd + lo * y->strides[0];
+        xe.shape[0] = ye.shape[0] = n;
+        std::vector<Target> pooled = std::move(group_);
+        void* h = handles[e];
+        linear_group(&h, 1, &xe, &ye);
+        group_ = std::move(pooled);
+        continue;
+      }
+      group_.push_back(Target{&w, yd + lo * y->strides[0], y->strides[0], 0, 0, xd + lo * x->strides[0], n});
+      widest = std::max(widest, n);
+    }
+    if (!group_.empty()) decode(x->strides[0], static_cast<size_t>(loom_none::scratch_floats(widest, group_[0].w->in)));
+  }
+
+ private:
+  // One linear of a group: its weight, input rows and output, and (prefill) its panel chunking.
+  struct Target {
+    const loom_none::PanelView* w;
+    float* y;
+    int64_t ys;
+    int64_t chunk;   // panels per prefill item
+    int64_t chunks;  // prefill items per row block
+    const float* x;  // decode: its n rows of x, xs apart
+    int64_t n;
+  };
+
+  // Decode: the targets' panels end to end, equal shares of them per thread (rounded to
+  // kShareAlign), each thread packing its own rows of x (`need` floats of scratch at most).
+  void decode(int64_t xs, size_t need) {
     int64_t total = 0;
     for (const Target& t : group_) total += t.w->n_panels;
     const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(host_.num_threads(), total));
@@ -152,8 +211,6 @@ class NoneQuantization {
       if (i >= shares) return total;
       return std::min(total, (total * i / shares + kShareAlign / 2) / kShareAlign * kShareAlign);
     };
-    const auto need = static_cast<size_t>(loom_none::scratch_floats(n, group_[0].w->in));
-
     host_.parallel_for(shares, [&](int64_t begin, int64_t end, int32_t thread) {
       if (thread < 0 || static_cast<size_t>(thread) >= scratch_.size())
         throw Error(LOOM_ERR_INTERNAL, "parallel_for thread index out of range");
@@ -163,21 +220,11 @@ class NoneQuantization {
       int64_t base = 0;  // the first panel of target t in the group's panels
       for (const Target& t : group_) {
         const int64_t lo = std::max(p_begin, base), hi = std::min(p_end, base + t.w->n_panels);
-        if (lo < hi) kernel_.gemm(*t.w, lo - base, hi - base, xd, xs, n, t.y, t.ys, scratch.data());
+        if (lo < hi) kernel_.gemm(*t.w, lo - base, hi - base, t.x, xs, t.n, t.y, t.ys, scratch.data());
         base += t.w->n_panels;
       }
     });
   }
-
- private:
-  // One linear of a group: its weight and output, and (prefill) its panel chunking.
-  struct Target {
-    const loom_none::PanelView* w;
-    float* y;
-    int64_t ys;
-    int64_t chunk;   // panels per prefill item
-    int64_t chunks;  // prefill items per row block
-  };
 
   // The shared-x prefill (none_panel.hpp) of the group's linears: every thread packs blocks of
   // x, then computes (row block, linear, panel chunk) items, each taking the next item as it

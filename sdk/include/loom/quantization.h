@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define LOOM_QUANTIZATION_IFACE_MAJOR 1
-#define LOOM_QUANTIZATION_IFACE_MINOR 3
+#define LOOM_QUANTIZATION_IFACE_MINOR 4
 
 typedef struct loom_quantization_create_args {
   uint32_t struct_size;
@@ -36,7 +36,11 @@ typedef enum loom_weight_role {
   LOOM_WEIGHT_FFN_GATE = 5,
   LOOM_WEIGHT_FFN_UP = 6,
   LOOM_WEIGHT_FFN_DOWN = 7,
-  LOOM_WEIGHT_OUTPUT = 8 /* the classifier head (output.weight, or token_embd.weight when tied) */
+  LOOM_WEIGHT_OUTPUT = 8, /* the classifier head (output.weight, or token_embd.weight when tied) */
+  /* Minor 4: a mixture-of-experts router, [n_experts, dim] (ffn_gate_inp), or the [1, dim] gate of
+   * a shared expert (ffn_gate_inp_shexp). Its outputs pick experts, a discrete choice, so a plugin
+   * that trades precision for speed may keep it as stored. Expert matrices keep FFN_GATE/UP/DOWN. */
+  LOOM_WEIGHT_FFN_ROUTER = 9
 } loom_weight_role;
 
 /* What the host knows of a weight beyond its bytes (minor version 1). */
@@ -53,6 +57,10 @@ typedef struct loom_weight_info {
    * source cannot look tensors up. */
   int32_t (*find_tensor)(void* ctx, const char* name, loom_tensor_view* out);
   void* find_ctx;
+  /* Minor 4 (read it only when struct_size covers it): the expert this matrix is, for one slice
+   * [out, in] of a layer's experts tensor (name is then the whole tensor's, e.g.
+   * "blk.3.ffn_up_exps.weight"); -1 for a dense weight. */
+  int32_t expert;
 } loom_weight_info;
 
 /* How a plugin reads a stored weight type (minor 3's `reads`); "auto" prefers the higher. */
@@ -104,6 +112,18 @@ typedef struct loom_quantization_vtable {
    * this entry is taken to convert what supports() accepts in a file without a format and to read
    * nothing in a file with one. */
   loom_status (*reads)(void* self, const char* format, loom_dtype dtype, int32_t* reading, loom_error_buf* err);
+  /* Minor 4, optional: the expert GEMMs of a mixture-of-experts layer in one call, one pass over
+   * each active expert's weight per step. The host groups the routed rows by expert: rows
+   * [offsets[e], offsets[e + 1]) of x go through W_e = handles[e], for e < count; every W_e has
+   * the same out_features and in_features, and an expert without rows is not read.
+   *   offsets: count + 1 non-decreasing row indices, offsets[0] = 0
+   *   x: [offsets[count], in_features] f32, as for linear
+   *   y: [offsets[count], out_features] f32, row stride strides[0] (written, not accumulated)
+   * Each row of y gets exactly the bits linear(W_e) would write for it, so a token's result does
+   * not depend on which other tokens were routed with it. A host without this entry calls linear
+   * once for each expert that has rows. */
+  loom_status (*linear_experts)(void* self, void* const* handles, int32_t count, const int32_t* offsets,
+                                const loom_tensor_view* x, loom_tensor_view* y, loom_error_buf* err);
 } loom_quantization_vtable;
 
 #ifdef __cplusplus

@@ -275,11 +275,24 @@ struct VtableFor<loom_quantization_vtable, T> {
       }
     });
   }
+  // A plugin class with linear_experts(handles, count, offsets, x, y) runs a mixture-of-experts
+  // layer's expert GEMMs in one call (interface 1.4); without it the host calls linear per expert.
+  static constexpr bool kHasExperts = requires(T& t, void* const* h, const int32_t* o, const loom_tensor_view* x,
+                                               loom_tensor_view* y) { t.linear_experts(h, 1, o, x, y); };
+  static loom_status linear_experts(void* s, void* const* handles, int32_t count, const int32_t* offsets,
+                                    const loom_tensor_view* x, loom_tensor_view* y, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if constexpr (kHasExperts)
+        return detail::status_of([&] { return detail::self_as<T>(s).linear_experts(handles, count, offsets, x, y); });
+      else return LOOM_ERR_UNSUPPORTED;  // never in the table (null there)
+    });
+  }
   static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
                                                       &prepare_weight, &linear, &release_weight,
                                                       &prepare_weight_info,
                                                       kHasGroup ? &linear_group : nullptr,
-                                                      kHasReads ? &reads : nullptr};
+                                                      kHasReads ? &reads : nullptr,
+                                                      kHasExperts ? &linear_experts : nullptr};
 };
 
 template <class T>

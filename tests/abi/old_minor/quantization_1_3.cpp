@@ -1,5 +1,6 @@
-// A quantization plugin of interface 1.2: its vtable ends at linear_group (1.3 added reads, the
-// formats a plugin claims). It keeps f32 weights as they are and computes y = x W^T plainly.
+// A quantization plugin of interface 1.3: its vtable ends at reads (1.4 added linear_experts, the
+// grouped expert GEMMs of a mixture-of-experts layer). It keeps f32 weights as they are, computes
+// y = x W^T plainly, and claims f32 in plain files.
 #include <vector>
 
 #include "fixture.hpp"
@@ -7,12 +8,12 @@
 
 namespace {
 
-struct QuantizationCreateArgs12 {  // loom_quantization_create_args at 1.2
+struct QuantizationCreateArgs13 {  // loom_quantization_create_args at 1.3
   uint32_t struct_size;
   loom_device device;
 };
 
-struct QuantizationVtable12 {  // loom_quantization_vtable at 1.2
+struct QuantizationVtable13 {  // loom_quantization_vtable at 1.3
   uint32_t struct_size;
   loom_status (*supports)(void* self, loom_dtype dtype, int32_t* ok, loom_error_buf* err);
   loom_status (*prepare_weight)(void* self, const loom_tensor_view* weight, void** handle, loom_error_buf* err);
@@ -23,6 +24,7 @@ struct QuantizationVtable12 {  // loom_quantization_vtable at 1.2
                                      loom_error_buf* err);
   loom_status (*linear_group)(void* self, void* const* handles, int32_t count, const loom_tensor_view* x,
                               loom_tensor_view* y, loom_error_buf* err);
+  loom_status (*reads)(void* self, const char* format, loom_dtype dtype, int32_t* reading, loom_error_buf* err);
 };
 
 loom_status supports(void*, loom_dtype dtype, int32_t* ok, loom_error_buf* err) {
@@ -65,16 +67,24 @@ loom_status linear_group(void* self, void* const* handles, int32_t count, const 
   return LOOM_OK;
 }
 
+// 2 = LOOM_QUANT_READS_AS_STORED, 0 = LOOM_QUANT_CANNOT_READ (the values of 1.3's enum).
+loom_status reads(void*, const char* format, loom_dtype dtype, int32_t* reading, loom_error_buf* err) {
+  const bool plain = format == nullptr || format[0] == '\0';
+  *reading = plain && dtype == LOOM_DTYPE_F32 ? 2 : 0;
+  if (*reading == 0) loom_fixture::say(err, "old_minor reads f32 in plain files only");
+  return LOOM_OK;
+}
+
 void release_weight(void*, void* handle) { delete static_cast<loom_tensor_view*>(handle); }
 
-const loom_fixture::Guarded<QuantizationVtable12> kTable = {
-    {sizeof(QuantizationVtable12), &supports, &prepare_weight, &linear, &release_weight, &prepare_weight_info,
-     &linear_group},
+const loom_fixture::Guarded<QuantizationVtable13> kTable = {
+    {sizeof(QuantizationVtable13), &supports, &prepare_weight, &linear, &release_weight, &prepare_weight_info,
+     &linear_group, &reads},
     reinterpret_cast<const void*>(&linear)};
 
 struct Stateless {};
 
-LOOM_FIXTURE_CREATE(QuantizationCreateArgs12, Stateless, &kTable.vtable);
+LOOM_FIXTURE_CREATE(QuantizationCreateArgs13, Stateless, &kTable.vtable);
 
 }  // namespace
 
