@@ -59,6 +59,7 @@ class Soak:
         self.latencies = []  # (seconds since the start, latency)
         self.rss = []        # (seconds since the start, KiB)
         self.stop = threading.Event()
+        self.pool_warm_at = None  # seconds from the start
         names = list(traffic.CLASSES)
         self.names = names
         self.weights = [traffic.CLASSES[n][1] for n in names]
@@ -79,11 +80,21 @@ class Soak:
                     self.latencies.append((time.monotonic() - t0, out.latency))
 
     def sample_rss(self, t0):
+        """RSS once a second, and the moment the KV pool is first all touched: the pool's pages
+        are mapped as blocks are first used, so RSS grows until then without any leak."""
         while not self.stop.wait(1.0):
             kib = rss_kib(self.pid) if self.pid else None
             if kib is not None:
                 with self.lock:
                     self.rss.append((time.monotonic() - t0, kib))
+            if self.pool_warm_at is None:
+                try:
+                    m = metrics(self.port)
+                except Exception:  # noqa: BLE001 - the clients report a server that stopped answering
+                    continue
+                touched = m.get("kv_cache_used_blocks", 0) + m.get("kv_cache_cached_blocks", 0)
+                if touched >= 0.95 * m.get("kv_cache_total_blocks", 0):
+                    self.pool_warm_at = time.monotonic() - t0
 
     def settle(self, idle):
         """Polls /metrics until the gauges are back at their idle values; returns the last read."""
@@ -118,7 +129,9 @@ class Soak:
         self.stop.set()
         sampler.join()
         rss_end = rss_kib(self.pid) if self.pid else None
-        rss_warm = next((k for t, k in self.rss if t >= warmup), rss_end)
+        # The RSS baseline: after the warm-up and once the pool is warm, but by half the run.
+        warm_at = min(max(warmup, self.pool_warm_at or duration), duration / 2)
+        rss_warm = next((k for t, k in self.rss if t >= warm_at), rss_end)
         rss_peak = max([k for _, k in self.rss] + [rss_end or 0]) if self.pid else None
 
         windows = collections.defaultdict(list)
@@ -137,7 +150,8 @@ class Soak:
         print(f"soak: failures: {len(self.failures)}")
         for t, name, what in self.failures[:25]:
             print(f"  at {t} s, {name}: {what}")
-        print(f"soak: RSS start {mib(rss_start)}, after warm-up ({warmup:.0f} s) {mib(rss_warm)}, "
+        print(f"soak: RSS start {mib(rss_start)}, after warm-up ({warm_at:.0f} s; KV pool "
+              f"{'warm at %.0f s' % self.pool_warm_at if self.pool_warm_at else 'never all touched'}) {mib(rss_warm)}, "
               f"end {mib(rss_end)}, peak {mib(rss_peak)}")
         growth = None if rss_end is None or rss_warm is None else (rss_end - rss_warm) / 1024
         if growth is not None:
@@ -170,7 +184,8 @@ def main():
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--timeout", type=float, default=60.0, help="seconds without a reply byte that count as a hang")
     ap.add_argument("--window", type=float, help="seconds per p99 window (default: a fifth of the run, 5..60)")
-    ap.add_argument("--warmup", type=float, help="seconds before the RSS baseline (default: a fifth of the run, at most 60)")
+    ap.add_argument("--warmup", type=float, help="least seconds before the RSS baseline, which also waits for the KV pool to be all "
+                    "touched, up to half the run (default: a fifth of the run, at most 60)")
     ap.add_argument("--max-rss-growth", type=float, default=32.0, help="MiB of RSS growth after the warm-up allowed")
     ap.add_argument("--max-p99-growth", type=float, default=0.0, help="fail when last p99 > this x first (0: report only)")
     ap.add_argument("--settle", type=float, default=30.0, help="seconds for the gauges to return to idle")
