@@ -1,9 +1,11 @@
 // Deliverable 2 of the hardening issue for the kinds beside the scheduler (that one:
 // test_engine_fault_injection.cpp). Each fault-injecting wrapper (tests/abi/plugins/faulty_<kind>.cpp)
 // runs an in-tree plugin of its kind and fails one call its config names: an error status, an
-// exception inside the plugin, or a bad value. Eight greedy requests run together; then
+// exception inside the plugin, or a bad value (NaN in one request's rows is that request's).
+// Eight greedy requests run together; then
 //   - a per-request fault ends exactly one request, with an error naming it, and no other;
-//   - a fault in a call that serves the whole step (attention's forward) ends that step's requests;
+//   - a fault in a call that serves the whole step (attention's forward, a linear) ends that
+//     step's requests (the loop ends every live one: the KV pool was written halfway);
 //   - a fault in a plugin that only saves work (speculator, KV tier) ends none: the host goes on
 //     without drafts, or recomputes what the tier lost;
 // every request that is not ended gives exactly the greedy tokens of a run without the fault, the
@@ -164,6 +166,7 @@ std::string fault(const std::string& call, int n, const std::string& what) {
 const std::string kPaged = "num_blocks = 64\nblock_size = 16\ncheck_invariants = true\n";
 const std::string kCache = wrapped("cache", "paged", kPaged + "FAULT\n");
 const std::string kAttention = wrapped("attention", "naive", "FAULT\n") + "[cache]\nplugin = \"paged\"\n" + kPaged;
+const std::string kQuantization = wrapped("quantization", "none", "FAULT\n") + "[cache]\nplugin = \"paged\"\n" + kPaged;
 const std::string kSpeculator = wrapped("speculator", "ngram", "num_speculative_tokens = 3\nadaptive = false\nFAULT\n") +
                                 "[cache]\nplugin = \"paged\"\n" + kPaged;
 // 12 blocks of 16 tokens hold three or four of the requests: the rest wait, and growing ones
@@ -189,6 +192,10 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"attention_forward_throws", kAttention, fault("forward", 13, "throw"), Expect::kStepFails,
                   "injected fault: forward call 13"},
         FaultCase{"attention_forward_nan", kAttention, fault("forward", 13, "bad_value"), Expect::kOneFails,
+                  "non-finite logits"},
+        FaultCase{"quantization_linear_throws", kQuantization, fault("linear", 200, "throw"), Expect::kStepFails,
+                  "injected fault: linear call 200"},
+        FaultCase{"quantization_linear_nan", kQuantization, fault("linear", 200, "bad_value"), Expect::kOneFails,
                   "non-finite logits"},
         FaultCase{"speculator_propose_error", kSpeculator, fault("propose", 3, "error"), Expect::kNoneFails, "", true},
         FaultCase{"speculator_propose_throws", kSpeculator, fault("propose", 3, "throw"), Expect::kNoneFails, "",

@@ -101,6 +101,7 @@ class InnerPlugin {
   InnerPlugin(const InnerPlugin&) = delete;
   InnerPlugin& operator=(const InnerPlugin&) = delete;
 
+  void* self() const { return self_; }
   template <class Vtable>
   const Vtable& vtable() const {
     return *static_cast<const Vtable*>(vtable_);
