@@ -207,12 +207,15 @@ void Engine::loop() {
       // staging buffers they free, or the stats would show them in use until the next request.
       if (copies_at_publish_) {
         inbox_cv_.wait_for(lock, std::chrono::milliseconds(1), work);
+      } else if (!unreleased_.empty()) {  // a failed release is asked again, idle or not
+        inbox_cv_.wait_for(lock, std::chrono::milliseconds(10), work);
       } else {
         inbox_cv_.wait(lock, work);
       }
       if (stopping_) break;
     }
     drain_inbox();
+    retry_releases();
     if (!requests_.empty()) {
       try {
         step();
@@ -231,6 +234,19 @@ void Engine::loop() {
   for (auto& [id, req] : requests_) ids.push_back(id);
   for (uint64_t id : ids) finish(*requests_.at(id), FinishReason::kAbort);
   publish_stats();
+}
+
+void Engine::retry_releases() {
+  std::vector<uint64_t> ids;
+  ids.swap(unreleased_);
+  for (uint64_t id : ids) {
+    try {
+      stack_->release(id);
+    } catch (const std::exception& e) {
+      LOOM_LOG_DEBUG("request {}: releasing its KV blocks failed again: {}", id, e.what());
+      unreleased_.push_back(id);
+    }
+  }
 }
 
 void Engine::drain_inbox() {
@@ -294,6 +310,10 @@ void Engine::step() {
 
   // execute: one flat batch of every scheduled token the tier did not restore.
   stack_->prepare(plan);
+  for (const auto& [id, error] : plan.failed) {
+    LOOM_LOG_WARN("request {}: failed while preparing: {}", id, error);
+    if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, error);
+  }
   if (plan.batch.empty()) return;
   if (speculation_) speculation_->mark_logits(plan);
   stack_->execute(plan, logits_);
@@ -317,39 +337,48 @@ void Engine::step() {
 
 // update: advance, sample, detokenize, stop, stream, free.
 void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us) {
-  const int32_t vocab = info_.vocab_size;
+  const auto vocab = static_cast<size_t>(info_.vocab_size);
   size_t logit_row = 0;
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     const PlannedSeq& seq = plan.seqs[i];
     RequestState& req = *seq.request;
-    if (speculation_ && speculation_->num_drafts(req.id) > 0) {
-      logit_row += verify_drafts(req, std::span<const float>(logits_).subspan(logit_row * vocab), seq.num_new_tokens,
-                                 sampled_us);
-      continue;
-    }
-    if (plan.batch[i].all_logits) {
-      // Rows [logit_row, logit_row + chunk): the chunk's positions, the last one sampled below.
-      record_prompt_logprobs(req, std::span<const float>(logits_).subspan(logit_row * vocab),
-                             seq.num_new_tokens);
-      logit_row += static_cast<size_t>(seq.num_new_tokens) - 1;
-      if (!plan.batch[i].need_logits) ++logit_row;
-    }
-    req.num_computed_tokens += seq.num_new_tokens;
-    stack_->cache_commit(req.view());
-    if (req.num_computed_tokens < req.num_tokens()) continue;  // a prefill chunk: nothing to sample
-    const std::span<const float> row(logits_.data() + logit_row * vocab, vocab);
-    ++logit_row;
     const uint64_t id = req.id;
+    // Rows [logit_row, logit_row + rows): every position of a chunk verifying drafts or scoring its
+    // prompt, else the last one when the chunk completes the request's tokens.
+    const bool drafts = speculation_ && speculation_->num_drafts(id) > 0;
+    const size_t rows = drafts || plan.batch[i].all_logits ? static_cast<size_t>(seq.num_new_tokens)
+                                                           : (plan.batch[i].need_logits ? 1 : 0);
+    const std::span<const float> seq_rows = std::span<const float>(logits_).subspan(logit_row * vocab, rows * vocab);
+    logit_row += rows;
     try {
-      if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
-      sample_into(req, row, sampled_us);
+      update_seq(req, seq.num_new_tokens, plan.batch[i].all_logits, drafts, seq_rows, schedule_us, sampled_us);
     } catch (const std::exception& e) {
-      // Sampling, logits processing and detokenizing touch this request alone: its failure ends
-      // it and no other (the step's shared state, the KV pool and plugins, is untouched here).
-      LOOM_LOG_WARN("request {}: failed while sampling: {}", id, e.what());
+      // Committing, sampling, logits processing and detokenizing touch this request alone: its
+      // failure ends it and no other.
+      LOOM_LOG_WARN("request {}: failed while updating: {}", id, e.what());
       if (auto it = requests_.find(id); it != requests_.end()) finish(*it->second, FinishReason::kError, e.what());
     }
   }
+}
+
+void Engine::update_seq(RequestState& req, int32_t num_new_tokens, bool all_logits, bool drafts,
+                        std::span<const float> rows, int64_t schedule_us, int64_t sampled_us) {
+  // A NaN or infinity in a row means this request's numbers went bad in the forward pass (each
+  // row's arithmetic is its own): it ends before its blocks are committed for prefix reuse.
+  bool finite = true;
+  for (float x : rows) finite &= x - x == 0.0f;  // 0 for every finite x, NaN for NaN and infinity
+  LOOM_CHECK(finite, "the model produced non-finite logits (NaN or infinity) for this request");
+  if (drafts) {
+    verify_drafts(req, rows, num_new_tokens, sampled_us);
+    return;
+  }
+  if (all_logits) record_prompt_logprobs(req, rows, num_new_tokens);
+  req.num_computed_tokens += num_new_tokens;
+  stack_->cache_commit(req.view());
+  if (req.num_computed_tokens < req.num_tokens()) return;  // a prefill chunk: nothing to sample
+  const std::span<const float> row = rows.last(static_cast<size_t>(info_.vocab_size));
+  if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
+  sample_into(req, row, sampled_us);
 }
 
 void Engine::record_prompt_logprobs(RequestState& req, std::span<const float> rows, int32_t num_rows) {
@@ -571,7 +600,14 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
   const uint64_t id = req.id;
   leave_queue(req);
   if (speculation_) speculation_->finish(req);
-  stack_->release(id);
+  try {
+    stack_->release(id);
+  } catch (const std::exception& e) {
+    // The request ends all the same; what still holds its blocks is asked again at the next step
+    // (a cache or tier that failed once must not leak them for good, nor stop the engine).
+    LOOM_LOG_ERROR("request {}: releasing its KV blocks failed (retried at the next step): {}", id, e.what());
+    unreleased_.push_back(id);
+  }
   flush_output(req);  // tokens accepted earlier in this step go out before the error or abort
   // A request finished by emit() has already sent its final output; abort/error send one here,
   // also for the choices it had yet to fork (so every choice of the request ends).

@@ -54,6 +54,12 @@ class Engine final : public EngineInterface {
   void step();
   // The update part of a step: advance, sample, detokenize, stop, stream, free.
   void update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us);
+  // One sequence's update from its logits rows [rows, vocab] (see update); throws when this
+  // request fails, which ends it alone.
+  void update_seq(RequestState& req, int32_t num_new_tokens, bool all_logits, bool drafts,
+                  std::span<const float> rows, int64_t schedule_us, int64_t sampled_us);
+  // Asks again to release what requests that ended with a failed release still hold.
+  void retry_releases();
   void drain_inbox();
   // Sends the final output and releases everything the request holds.
   void finish(RequestState& req, FinishReason reason, std::string error = {});
@@ -109,6 +115,7 @@ class Engine final : public EngineInterface {
   // Engine-thread state.
   std::unordered_map<uint64_t, std::unique_ptr<RequestState>> requests_;
   std::unordered_map<uint64_t, std::vector<uint64_t>> groups_;  // submitted id -> live choice ids
+  std::vector<uint64_t> unreleased_;  // ended requests whose release failed: retried each loop
   ConstraintRegistry constraints_;
   std::vector<float> masked_row_;  // [vocab]: a constrained request's row after its mask
   std::vector<float> logits_;  // [n_logits, vocab]: one per sampled sequence, a chunk's all for prompt logprobs

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "core/common/logging.hpp"
 #include "loom/cache_offload.h"
 
 namespace loom {
@@ -32,8 +33,14 @@ uint64_t KvSwapper::key(uint64_t serial, int32_t block_index) {
   return kSwapKeyTag | ((serial & kSerialMask) << kBlockIndexBits) | static_cast<uint64_t>(block_index);
 }
 
+// A failed drop leaves the entry taking room in the tier, never in the pool, and nothing loads
+// it again (its key is never reused): logged, not thrown, so no release or preemption fails on it.
 void KvSwapper::drop_blocks(const Swapped& s, int32_t begin, int32_t end) const {
-  for (int32_t i = begin; i < end; ++i) tier_->call("drop", &loom_cache_offload_vtable::drop, key(s.serial, i));
+  for (int32_t i = begin; i < end; ++i) {
+    std::string message;
+    if (tier_->try_call(&message, &loom_cache_offload_vtable::drop, key(s.serial, i)) != LOOM_OK)
+      LOOM_LOG_WARN("plugin cache_offload '{}': drop failed (the entry stays in the tier): {}", tier_->name(), message);
+  }
 }
 
 bool KvSwapper::all_present(const Swapped& s, int32_t begin, int32_t end) const {

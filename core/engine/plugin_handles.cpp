@@ -35,6 +35,8 @@ CacheHandle::CacheHandle(const LoadedPlugin& cache)
   // Trimming (1.3) is the host's rollback of rejected drafts, never a scheduler's.
   if (sdk::present(vt, &loom_cache_vtable::trim)) scheduler_vtable_.trim = nullptr;
   can_trim_ = sdk::present(vt, &loom_cache_vtable::trim);
+  layout_.struct_size = sizeof(layout_);
+  cache_->call("layout", &loom_cache_vtable::layout, &layout_);
 }
 
 bool CacheHandle::trim(const loom_request_view& view, int32_t num_tokens) const {
@@ -43,12 +45,6 @@ bool CacheHandle::trim(const loom_request_view& view, int32_t num_tokens) const 
   return true;
 }
 
-loom_cache_layout CacheHandle::layout() const {
-  loom_cache_layout layout{};
-  layout.struct_size = sizeof(layout);
-  cache_->call("layout", &loom_cache_vtable::layout, &layout);
-  return layout;
-}
 
 bool CacheHandle::fits(int32_t max_total_tokens, std::string& reason) const {
   sdk::Verdict verdict = cache_->ask("fits", &loom_cache_vtable::fits, max_total_tokens);

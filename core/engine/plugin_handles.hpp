@@ -21,7 +21,11 @@ class CacheHandle {
   explicit CacheHandle(const LoadedPlugin& cache);
 
   const std::string& name() const { return cache_->name(); }
-  loom_cache_layout layout() const;
+  // The pool the cache asked for, read once when the handle is made (cache.h: layout is called
+  // once after create).
+  const loom_cache_layout& layout() const { return layout_; }
+  int32_t num_blocks() const { return layout_.num_blocks; }
+  int32_t block_size() const { return layout_.block_size; }
   // Whether a request of max_total_tokens could ever fit the empty pool; the cache's reason
   // when not.
   bool fits(int32_t max_total_tokens, std::string& reason) const;
@@ -67,6 +71,7 @@ class CacheHandle {
  private:
   const LoadedPlugin* cache_;
   const loom_cache_vtable* vtable_;
+  loom_cache_layout layout_{};
   loom_cache_vtable scheduler_vtable_;
   bool can_fork_ = false;
   bool can_trim_ = false;

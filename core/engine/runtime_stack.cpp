@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <exception>
 #include <iterator>
 #include <string_view>
 #include <thread>
@@ -351,9 +352,20 @@ std::unique_ptr<LoadedPlugin> RuntimeStack::create_speculator(const Config& conf
 }
 
 void RuntimeStack::release(uint64_t request_id) {
-  if (prefix_tiers_) prefix_tiers_->release(request_id);
-  swaps_->release(request_id);
-  scheduler_handle_->remove(request_id);
+  // Each part runs even when one before it failed (a scheduler that kept a request the cache
+  // failed to free would schedule it again); the first failure is rethrown after all of them.
+  std::exception_ptr failure;
+  auto run = [&](auto&& part) {
+    try {
+      part();
+    } catch (const std::exception&) {
+      if (!failure) failure = std::current_exception();
+    }
+  };
+  if (prefix_tiers_) run([&] { prefix_tiers_->release(request_id); });
+  run([&] { swaps_->release(request_id); });
+  run([&] { scheduler_handle_->remove(request_id); });
+  if (failure) std::rethrow_exception(failure);
 }
 
 bool RuntimeStack::tier_copies_pending() const { return prefix_tiers_ && prefix_tiers_->copies_pending(); }

@@ -101,7 +101,9 @@ class RuntimeStack {
   void wait_for_tiers() {
     if (prefix_tiers_) prefix_tiers_->wait_idle();
   }
-  // Frees a finished/aborted request's blocks (and tier entries) and removes it from the scheduler.
+  // Frees a finished/aborted request's blocks (and tier entries) and removes it from the
+  // scheduler; may be called again for the same id (every part ignores ids it no longer holds).
+  // Throws the first failure, after trying every part.
   void release(uint64_t request_id);
   // Fills the plugin-side fields of the engine's stats: queues, KV blocks, prefix cache, swaps.
   void read_stats(EngineStats& out) const;

@@ -161,25 +161,41 @@ void Speculation::propose(std::span<RequestState* const> running) {
     ++stats_.num_steps_adaptive_off;
     return;
   }
-  plugin_->call("propose", &loom_speculator_vtable::propose, asks_.data(), static_cast<int32_t>(asks_.size()));
+  // Drafts only save work: a failed proposal, or a bad one for a request, costs this step's
+  // speculation (the requests decode one token as without a speculator) and fails nobody.
+  std::string message;
+  const loom_status status =
+      plugin_->try_call(&message, &loom_speculator_vtable::propose, asks_.data(), static_cast<int32_t>(asks_.size()));
+  if (status != LOOM_OK) {
+    LOOM_LOG_WARN("speculator '{}': propose failed, no drafts this step: {}", plugin_->name(), message);
+    return;
+  }
   for (size_t i = 0; i < asks_.size(); ++i) {
     const loom_spec_request& q = asks_[i];
     RequestState& req = *asked[i];
-    LOOM_CHECK(q.num_drafts >= 0 && q.num_drafts <= q.max_drafts,
-               "speculator '" + plugin_->name() + "' proposed " + std::to_string(q.num_drafts) + " drafts for request " +
-                   std::to_string(req.id) + ", outside [0, " + std::to_string(q.max_drafts) + "]");
     if (q.num_drafts == 0) continue;
+    if (const std::string bad = bad_drafts(q); !bad.empty()) {
+      LOOM_LOG_WARN("speculator '{}': request {}: {}; its drafts are dropped", plugin_->name(), req.id, bad);
+      continue;
+    }
     Tracked& t = tracked_[req.id];
     t.holder = &req;
     t.drafts.tokens.assign(q.draft_ids, q.draft_ids + q.num_drafts);
     t.drafts.probs.clear();
     if (q.has_probs) t.drafts.probs.assign(q.draft_probs, q.draft_probs + static_cast<size_t>(q.num_drafts) * vocab_);
-    for (int32_t id : t.drafts.tokens) {
-      LOOM_CHECK(id >= 0 && id < vocab_, "speculator '" + plugin_->name() + "' proposed token id " + std::to_string(id) +
-                                             ", outside the vocabulary [0, " + std::to_string(vocab_) + ")");
-    }
     req.token_ids.insert(req.token_ids.end(), t.drafts.tokens.begin(), t.drafts.tokens.end());
   }
+}
+
+std::string Speculation::bad_drafts(const loom_spec_request& q) const {
+  if (q.num_drafts < 0 || q.num_drafts > q.max_drafts)
+    return "proposed " + std::to_string(q.num_drafts) + " drafts, outside [0, " + std::to_string(q.max_drafts) + "]";
+  for (int32_t i = 0; i < q.num_drafts; ++i) {
+    if (q.draft_ids[i] < 0 || q.draft_ids[i] >= vocab_)
+      return "proposed token id " + std::to_string(q.draft_ids[i]) + ", outside the vocabulary [0, " +
+             std::to_string(vocab_) + ")";
+  }
+  return {};
 }
 
 void Speculation::strip(RequestState& req, int32_t keep) {
@@ -237,8 +253,11 @@ void Speculation::observe(uint64_t request_id, int32_t drafted, int32_t accepted
   stats_.num_draft_tokens += drafted;
   stats_.num_accepted_tokens += accepted;
   for (int32_t i = 0; i < accepted && i < k_; ++i) ++stats_.accepted_per_pos[static_cast<size_t>(i)];
-  if (vtable_->observe != nullptr && tracked_.count(request_id) != 0)
-    plugin_->call("observe", &loom_speculator_vtable::observe, request_id, drafted, accepted);
+  if (vtable_->observe != nullptr && tracked_.count(request_id) != 0) {
+    std::string message;
+    if (plugin_->try_call(&message, &loom_speculator_vtable::observe, request_id, drafted, accepted) != LOOM_OK)
+      LOOM_LOG_WARN("speculator '{}': observe failed for request {}: {}", plugin_->name(), request_id, message);
+  }
 }
 
 void Speculation::finish(RequestState& req) {
@@ -246,9 +265,13 @@ void Speculation::finish(RequestState& req) {
     strip(req, 0);
     tracked_.erase(it);
   }
-  if (vtable_->finish != nullptr)
-    plugin_->call("finish", &loom_speculator_vtable::finish, req.id, req.token_ids.data(), req.num_tokens(),
-                  req.num_prompt_tokens);
+  if (vtable_->finish != nullptr) {
+    // The request ends all the same: the speculator only loses what it would have kept of it.
+    std::string message;
+    if (plugin_->try_call(&message, &loom_speculator_vtable::finish, req.id, req.token_ids.data(), req.num_tokens(),
+                          req.num_prompt_tokens) != LOOM_OK)
+      LOOM_LOG_WARN("speculator '{}': finish failed for request {}: {}", plugin_->name(), req.id, message);
+  }
 }
 
 }  // namespace loom

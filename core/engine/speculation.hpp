@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -72,6 +73,9 @@ class Speculation {
     int32_t off_steps = 0;           // consecutive steps adaptation gave it no drafts
   };
   static constexpr int32_t kProbeSteps = 16;
+  // Why a proposal's answer for one request cannot be used (a count past max_drafts, a token id
+  // outside the vocabulary); empty when it can.
+  std::string bad_drafts(const loom_spec_request& q) const;
   // Per request, k from the step-time model and its acceptance rate (see speculation.cpp).
   std::vector<int32_t> choose_k(std::span<RequestState* const> eligible, std::span<const int32_t> room,
                                 int32_t num_running, int64_t kv_tokens) const;

@@ -3,7 +3,8 @@
 //
 //   schedule  -> seqs (request, cached prefix, chunk), preempted (already carried out), rejected
 //   prepare   -> cached prefixes applied, swapped tokens restored, chunks restored whole dropped,
-//                batch[i] bound to seqs[i] with a view of the cache's block table (no copy)
+//                batch[i] bound to seqs[i] with a view of the cache's block table (no copy);
+//                a request whose preparation failed leaves the plan for `failed`
 //   execute   -> the batch builder copies each block table once, into the flat batch
 //
 // Invariant after prepare: batch.size() == seqs.size() and batch[i] describes seqs[i]'s chunk.
@@ -39,6 +40,7 @@ struct StepPlan {
   std::vector<PlannedSeq> seqs;          // [num scheduled], scheduler order
   std::vector<Preemption> preempted;     // in the order they were carried out
   std::vector<std::pair<uint64_t, std::string>> rejected;  // id, reason
+  std::vector<std::pair<uint64_t, std::string>> failed;    // id, error: prepare could not ready it
   std::vector<SeqSchedule> batch;        // [seqs.size()] after prepare
   int64_t num_scheduled_tokens = 0;      // the scheduler's chunks summed (restored tokens included)
 
@@ -46,6 +48,7 @@ struct StepPlan {
     seqs.clear();
     preempted.clear();
     rejected.clear();
+    failed.clear();
     batch.clear();
     num_scheduled_tokens = 0;
   }
@@ -55,6 +58,8 @@ struct StepPlan {
 // computed, what the tier kept of its chunk is restored (a chunk restored whole is committed and
 // leaves the plan), and batch[i] is bound to seqs[i] over the cache's live block table.
 // tiers (may be null) restores staged prefix blocks past the cache's hit, after any swap-in.
+// A request whose preparation throws, or whose block table does not hold its chunk in ids of the
+// pool's num_blocks, leaves the plan for plan.failed (the engine ends it); the others go on.
 void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& swaps, PrefixTiers* tiers = nullptr);
 
 }  // namespace loom

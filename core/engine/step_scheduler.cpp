@@ -143,6 +143,17 @@ void StepScheduler::collect(const loom_sched_output& out, const RequestLookup& l
                who + "scheduled request " + std::to_string(s.request_id) + ", which it preempted in the same step");
     RequestState* req = lookup(s.request_id);
     LOOM_CHECK(req != nullptr, who + "scheduled unknown request " + std::to_string(s.request_id));
+    // Counts past the request's tokens (the scheduler's, or a cache's prefix hit it passed on)
+    // would have the batch read past its token ids: that request fails, the others run.
+    const int32_t gap = req->num_tokens() - req->num_computed_tokens;
+    if (s.num_cached_tokens < 0 || s.num_new_tokens < 0 ||
+        static_cast<int64_t>(s.num_cached_tokens) + s.num_new_tokens > gap) {
+      plan.rejected.emplace_back(s.request_id, who + "scheduled request " + std::to_string(s.request_id) + " with " +
+                                                   std::to_string(s.num_cached_tokens) + " cached tokens and " +
+                                                   std::to_string(s.num_new_tokens) + " new ones, but only " +
+                                                   std::to_string(gap) + " of its tokens are left to compute");
+      continue;
+    }
     plan.seqs.push_back(PlannedSeq{req, s.num_cached_tokens, s.num_new_tokens});
     plan.num_scheduled_tokens += s.num_new_tokens;
   }

@@ -1,8 +1,8 @@
 // Deliverable 2 of the hardening issue, the scheduler path: a fault-injecting scheduler plugin
 // (tests/abi/plugins/faulty_scheduler.cpp) refuses the 2nd request it is given, throws on
-// its 4th schedule() call and schedules an id nobody submitted on its 8th. The refused request
-// fails alone; a failed schedule (the plugin instance's state is in doubt) ends the requests of
-// that step, and the engine then serves the next requests as before, with no restart. The KV pool
+// its 4th schedule() call, schedules an id nobody submitted on its 8th and too many tokens on its
+// 12th. The refused request fails alone; a failed schedule (the plugin instance's state is in
+// doubt) ends the requests of that step, and the engine then serves the next requests as before, with no restart. The KV pool
 // stays whole throughout (the paged cache checks its invariants after every step).
 #include <gtest/gtest.h>
 
@@ -80,6 +80,15 @@ TEST(EngineFaultInjection, SchedulerFaultsFailTheirRequestsAndTheEngineGoesOn) {
   const Result f = run_one(engine, 2);
   EXPECT_EQ(f.finish, FinishReason::kLength);
   EXPECT_EQ(f.tokens, a.tokens);
+  // Call 11 prefills, call 12 schedules 5 tokens more than the request has left (a bad value):
+  // refused by the host for that request, before the batch would read past its tokens.
+  const Result g = run_one(engine, 4);
+  EXPECT_EQ(g.finish, FinishReason::kError);
+  EXPECT_NE(g.error.find("with 0 cached tokens and 6 new ones, but only 1 of its tokens are left"), std::string::npos)
+      << g.error;
+  const Result h = run_one(engine, 2);
+  EXPECT_EQ(h.finish, FinishReason::kLength);
+  EXPECT_EQ(h.tokens, a.tokens);
   // The last output reaches the sink before the engine frees the request's blocks and publishes
   // its stats: wait for that publish.
   EngineStats s = engine.stats();

@@ -2,7 +2,8 @@
 // deliverable 2). A plain scheduler (whole prompts, one request after another, no preemption:
 // for tiny tests) that misbehaves on fixed calls:
 //   add_request: the 2nd request it is given is refused (an error status);
-//   schedule(): the 4th call throws; the 8th schedules an id nobody submitted (a bad value).
+//   schedule(): the 4th call throws; the 8th schedules an id nobody submitted and the 12th a
+//   request with more new tokens than it has left (bad values).
 #include <algorithm>
 #include <stdexcept>
 #include <vector>
@@ -39,7 +40,7 @@ class FaultyScheduler {
       if (gap <= 0) continue;
       const bool ok = req.num_computed_tokens == 0 ? st.cache().allocate(req, gap) >= 0 : st.cache().append(req, gap);
       if (!ok) throw Error(LOOM_ERR_OUT_OF_MEMORY, "scheduler faults: the pool is full (tests keep it small)");
-      st.schedule(id, gap, 0);
+      st.schedule(id, schedules_ == 12 ? gap + 5 : gap, 0);
     }
   }
 
