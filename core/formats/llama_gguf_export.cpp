@@ -162,6 +162,10 @@ void set_llama_metadata(GgufWriter& w, const LlamaShape& shape, const std::strin
     w.set(a + "attention.sliding_window", u32(shape.sliding_window, "sliding_window"));
     if (shape.window_period > 0) w.set(a + "attention.sliding_window_pattern", u32(shape.window_period, "period"));
   }
+  if (shape.n_experts > 0) {  // Mixtral's keys: the experts' width is feed_forward_length
+    w.set(a + "expert_count", u32(shape.n_experts, "experts"));
+    w.set(a + "expert_used_count", u32(shape.n_experts_used, "experts used"));
+  }
   w.set_f32(a + "attention.layer_norm_rms_epsilon", shape.rms_eps);
   if (shape.rope_freq_base) w.set_f32(a + "rope.freq_base", *shape.rope_freq_base);
   w.set(a + "vocab_size", u32(shape.vocab_size, "vocab"));
@@ -225,10 +229,14 @@ GgufWriter random_llama_gguf(const RandomLlamaOptions& opts, const GgufMetadata&
   const loom_dtype mat = opts.dtype;
   // Each tensor gets its own stream (seed + index), so its bytes do not depend on the others.
   uint64_t index = 0;
-  auto matrix = [&](const std::string& name, int64_t in, int64_t out) {
+  // GGUF dims innermost first: {in, out} for a matrix, {in, out, experts} for a layer's experts.
+  auto tensor = [&](const std::string& name, loom_dtype dtype, std::vector<int64_t> dims) {
     const uint64_t seed = opts.seed * 0x100000001b3ull + (++index);
-    w.add_tensor(name, mat, {in, out}, random_fill(in * out, mat, seed, opts.init_std));
+    int64_t n = 1;
+    for (const int64_t d : dims) n *= d;
+    w.add_tensor(name, dtype, std::move(dims), random_fill(n, dtype, seed, opts.init_std));
   };
+  auto matrix = [&](const std::string& name, int64_t in, int64_t out) { tensor(name, mat, {in, out}); };
   // Ones: Llama's w, and Gemma's (1 + w) as its GGUFs store it, at w = 0.
   auto norm = [&](const std::string& name, int64_t n) { w.add_tensor(name, LOOM_DTYPE_F32, {n}, ones_fill(n)); };
   matrix("token_embd.weight", dim, vocab);
@@ -240,9 +248,18 @@ GgufWriter random_llama_gguf(const RandomLlamaOptions& opts, const GgufMetadata&
     matrix(blk(l, "attn_v"), dim, kv_dim);
     matrix(blk(l, "attn_output"), q_dim, dim);
     norm(blk(l, "attn_norm"), dim);
-    matrix(blk(l, "ffn_gate"), dim, hidden);
-    matrix(blk(l, "ffn_down"), hidden, dim);
-    matrix(blk(l, "ffn_up"), dim, hidden);
+    if (shape.n_experts > 0) {
+      // The router stays f32, as llama.cpp's converter and quantizer keep it.
+      const int64_t e = shape.n_experts;
+      tensor(blk(l, "ffn_gate_inp"), LOOM_DTYPE_F32, {dim, e});
+      tensor(blk(l, "ffn_gate_exps"), mat, {dim, hidden, e});
+      tensor(blk(l, "ffn_down_exps"), mat, {hidden, dim, e});
+      tensor(blk(l, "ffn_up_exps"), mat, {dim, hidden, e});
+    } else {
+      matrix(blk(l, "ffn_gate"), dim, hidden);
+      matrix(blk(l, "ffn_down"), hidden, dim);
+      matrix(blk(l, "ffn_up"), dim, hidden);
+    }
     norm(blk(l, "ffn_norm"), dim);
     if (gemma) {  // QK-norm and the sandwich norms (model_arch.hpp)
       norm(blk(l, "attn_q_norm"), shape.head_size());

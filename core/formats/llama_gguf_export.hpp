@@ -7,6 +7,9 @@
 //   blk.N.attn_q.weight {dim, dim}        blk.N.attn_k.weight {dim, kv_dim}   attn_v likewise
 //   blk.N.attn_output.weight {dim, dim}   blk.N.ffn_gate.weight {dim, hidden} (llama2.c w1)
 //   blk.N.ffn_down.weight {hidden, dim} (w2)   blk.N.ffn_up.weight {dim, hidden} (w3)
+// A Mixtral-style MoE layer (shape.n_experts > 0) has, instead of ffn_gate/up/down,
+//   blk.N.ffn_gate_inp.weight {dim, experts} (f32)   blk.N.ffn_gate_exps.weight {dim, hidden, experts}
+//   blk.N.ffn_down_exps.weight {hidden, dim, experts}   blk.N.ffn_up_exps.weight {dim, hidden, experts}
 // output.weight is omitted when the head is tied to the embedding. Norm vectors stay f32 in
 // every file type (as llama.cpp does); matrices take the requested dtype.
 #pragma once

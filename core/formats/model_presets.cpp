@@ -28,6 +28,11 @@ void LlamaShape::validate() const {
   if (sliding_window < 0 || window_period < 0) add("sliding_window and its period must not be negative");
   if (!(rms_eps > 0.0f)) add("eps must be positive");
   if (rope_freq_base && !(*rope_freq_base > 0.0f)) add("rope_base must be positive");
+  if (n_experts < 0 || n_experts_used < 0) add("experts must not be negative");
+  if (n_experts > 0 && (n_experts_used < 1 || n_experts_used > n_experts))
+    add("experts used " + std::to_string(n_experts_used) + " is not in 1.." + std::to_string(n_experts));
+  if (n_experts == 0 && n_experts_used > 0) add("experts used without experts");
+  if (n_experts > 0 && arch != "llama") add("experts are written for arch llama only (Mixtral's layout)");
   if (!problems.empty()) throw Error("model shape: " + problems);
 }
 
@@ -56,6 +61,11 @@ const std::vector<ModelPreset>& llama_presets() {
       s.tied_output = true;  // Gemma ties its head to the embedding
       return s;
     };
+    auto mixtral = [](LlamaShape s, int64_t experts, int64_t used) {
+      s.n_experts = experts;
+      s.n_experts_used = used;
+      return s;
+    };
     return std::vector<ModelPreset>{
         {"tiny", "dim 64, hidden 172, 2 layers, 8 heads, 4 kv heads, ctx 512 (tests)", shape(64, 172, 2, 8, 4, 512, std::nullopt)},
         {"llama-125m", "dim 768, hidden 2048, 12 layers, 12 heads, 12 kv heads, ctx 2048", shape(768, 2048, 12, 12, 12, 2048, std::nullopt)},
@@ -67,6 +77,14 @@ const std::vector<ModelPreset>& llama_presets() {
         {"gemma3-270m", "gemma3: dim 640, hidden 2048, 18 layers (5 local of window 512 per global), 4 heads, 1 kv head, "
                         "head_dim 256, ctx 32768 (Gemma 3 270M shape)",
          gemma3(shape(640, 2048, 18, 4, 1, 32768, 1000000.0f), 256, 512, 6)},
+        {"mixtral-tiny", "Mixtral-style MoE: dim 64, 4 experts of hidden 128 (top 2), 2 layers, 8 heads, 4 kv heads, "
+                         "ctx 512 (tests)",
+         mixtral(shape(64, 128, 2, 8, 4, 512, 1000000.0f), 4, 2)},
+        // Mixtral 8x7B's routing (8 experts, top 2, GQA 4:1) at a size two cores can run: 1.2B
+        // weights, 0.4B active per token.
+        {"mixtral-1b", "Mixtral-style MoE: dim 1024, 8 experts of hidden 3584 (top 2), 12 layers, 16 heads, 4 kv heads, "
+                       "ctx 4096 (Mixtral 8x7B's routing, scaled down)",
+         mixtral(shape(1024, 3584, 12, 16, 4, 4096, 1000000.0f), 8, 2)},
     };
   }();
   return presets;

@@ -1,5 +1,6 @@
-// Decoder model shapes: named presets for random-weight benchmark models (Llama, and Gemma 3 with
-// its explicit head size and interleaved sliding-window layers) and a parser for
+// Decoder model shapes: named presets for random-weight benchmark models (Llama, Gemma 3 with
+// its explicit head size and interleaved sliding-window layers, and Mixtral-style mixtures of
+// experts) and a parser for
 // "dim=..,hidden=..,layers=..,heads=..,kv_heads=..,ctx=.." specs.
 #pragma once
 
@@ -25,10 +26,14 @@ struct LlamaShape {
   int64_t head_dim = 0;        // attention.key_length; 0: dim / heads
   int64_t sliding_window = 0;  // gemma3: window of the local layers; 0: none
   int64_t window_period = 0;   // gemma3: attention.sliding_window_pattern (every Nth layer global)
+  // Mixtral-style MoE (llama arch): every layer's MLP is n_experts experts of hidden_dim, each
+  // token routed to the top n_experts_used by softmax (llama.expert_count / expert_used_count).
+  int64_t n_experts = 0;       // 0: a dense MLP
+  int64_t n_experts_used = 0;
 
   int64_t head_size() const { return head_dim > 0 ? head_dim : n_heads > 0 ? dim / n_heads : 0; }
   // Throws loom::Error listing every problem (non-positive sizes, dim % heads, heads % kv_heads,
-  // odd head size).
+  // odd head size, experts used outside 1..experts).
   void validate() const;
 };
 

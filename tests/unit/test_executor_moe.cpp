@@ -16,6 +16,9 @@
 #include "core/executor/expert_routing.hpp"
 #include "core/executor/hf_model.hpp"
 #include "core/executor/model_source.hpp"
+#include "core/formats/gguf_file.hpp"
+#include "core/formats/llama_gguf_export.hpp"
+#include "core/formats/model_presets.hpp"
 #include "test_executor_support.hpp"
 
 namespace loom {
@@ -186,6 +189,37 @@ INSTANTIATE_TEST_SUITE_P(Plugins, MoeSelfConsistency,
                                            SelfCase{"qwen2_moe", "flash_cpu"}, SelfCase{"qwen3_moe", "naive"},
                                            SelfCase{"olmoe", "flash_cpu"}),
                          [](const auto& info) { return std::string(info.param.arch) + "_" + info.param.attention; });
+
+// loom-convert --random's Mixtral-style preset (the benchmark models) loads as an MoE and runs:
+// finite logits, batched == alone and chunked == whole bit for bit, as for the checkpoints.
+TEST(RandomMixtralPreset, LoadsAsExpertsAndIsBatchInvariant) {
+  RandomLlamaOptions opts;
+  opts.shape = llama_preset("mixtral-tiny");
+  opts.dtype = LOOM_DTYPE_F32;
+  opts.seed = 3;
+  opts.init_std = 0.2f;  // routing far from uniform, so the experts chosen differ by token
+  const std::string path = ::testing::TempDir() + "/random_mixtral_tiny.gguf";
+  random_llama_gguf(opts, tokenizer_metadata(GgufFile::open(test::data_path("stories260K.gguf")))).write(path);
+  const auto src = ModelSource::open(path);
+  EXPECT_EQ(src->hparams().n_experts, 4);
+  EXPECT_EQ(src->hparams().n_experts_used, 2);
+  std::vector<int32_t> a, b;
+  for (int32_t i = 0; i < 21; ++i) a.push_back((i * 37 + 11) % src->hparams().vocab_size);
+  for (int32_t i = 0; i < 9; ++i) b.push_back((i * 53 + 5) % src->hparams().vocab_size);
+  const std::span<const int32_t> pa(a), pb(b);
+  MoeRunner alone(*src, "flash_cpu"), batched(*src, "flash_cpu"), chunked(*src, "flash_cpu");
+  const std::vector<float> la = alone.step({{0, pa, 0}});
+  const std::vector<float> lb = alone.step({{1, pb, 0}});
+  ASSERT_EQ(la.size(), static_cast<size_t>(src->hparams().vocab_size));
+  for (const float v : la) ASSERT_TRUE(std::isfinite(v));
+  const std::vector<float> both = batched.step({{0, pa, 0}, {1, pb, 0}});
+  std::vector<float> joined = la;
+  joined.insert(joined.end(), lb.begin(), lb.end());
+  EXPECT_EQ(both, joined);
+  (void)chunked.step({{0, pa.subspan(0, 13), 0}});
+  EXPECT_EQ(chunked.step({{0, pa.subspan(13), 13}}), la);
+  std::remove(path.c_str());
+}
 
 TEST(ExpertRouting, TopKWeightsAndGroupingAreExact) {
   // 3 tokens x 4 experts, top-2. Token 0: logits ln(4), ln(1), ln(3), ln(2) -> probabilities 0.4,

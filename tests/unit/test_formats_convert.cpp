@@ -352,6 +352,39 @@ TEST(RandomLlama, ShapesTokenizerAndStatistics) {
   EXPECT_NE(std::memcmp(g.tensor("blk.0.ffn_gate.weight").data, w.data, w.nbytes), 0);
 }
 
+// A Mixtral-style preset writes llama.cpp's MoE layout: the expert keys, a stacked tensor per
+// projection {in, out, experts} in the file's dtype, the router in f32, no dense MLP.
+TEST(RandomLlama, MixtralPresetWritesStackedExperts) {
+  const GgufFile vocab = GgufFile::open(kData + "/stories260K.gguf");
+  RandomLlamaOptions opts;
+  opts.shape = llama_preset("mixtral-tiny");
+  opts.dtype = LOOM_DTYPE_F16;
+  const GgufFile f = GgufFile::from_bytes(random_llama_gguf(opts, tokenizer_metadata(vocab)).to_bytes(), "moe");
+  EXPECT_EQ(f.get_string("general.architecture", ""), "llama");
+  EXPECT_EQ(f.get_int("llama.expert_count", 0), 4);
+  EXPECT_EQ(f.get_int("llama.expert_used_count", 0), 2);
+  EXPECT_EQ(f.tensors().size(), 3u + 2 * 10);
+  EXPECT_EQ(f.find_tensor("blk.0.ffn_gate.weight"), nullptr);
+  const GgufTensorInfo& router = f.tensor("blk.1.ffn_gate_inp.weight");
+  EXPECT_EQ(router.dtype, LOOM_DTYPE_F32);
+  EXPECT_EQ(router.dims, (std::vector<int64_t>{64, 4}));
+  EXPECT_EQ(f.tensor("blk.1.ffn_gate_exps.weight").dims, (std::vector<int64_t>{64, 128, 4}));
+  EXPECT_EQ(f.tensor("blk.1.ffn_up_exps.weight").dims, (std::vector<int64_t>{64, 128, 4}));
+  EXPECT_EQ(f.tensor("blk.1.ffn_down_exps.weight").dims, (std::vector<int64_t>{128, 64, 4}));
+  EXPECT_EQ(f.tensor("blk.1.ffn_down_exps.weight").dtype, LOOM_DTYPE_F16);
+  const LlamaShape big = llama_preset("mixtral-1b");
+  EXPECT_EQ(big.n_experts, 8);
+  EXPECT_EQ(big.n_experts_used, 2);
+  LlamaShape bad = llama_preset("mixtral-tiny");
+  bad.n_experts_used = 5;
+  try {
+    bad.validate();
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("experts used 5 is not in 1..4"), std::string::npos) << e.what();
+  }
+}
+
 TEST(ModelPresets, PresetsAndDimsSpecs) {
   const LlamaShape b8 = llama_preset("llama-8b");
   EXPECT_EQ(b8.dim, 4096);

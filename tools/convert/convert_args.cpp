@@ -95,13 +95,15 @@ void add_options(CLI::App& app, Args& a, Marks& m, std::string& dtype) {
   app.add_option("--ctx", a.ctx, "llama.context_length (default: llama2.c seq_len / the preset's)")
       ->check(cli::integer_in(1));
   app.add_option("--preset", a.preset,
-                 "tiny | llama-125m | llama-1b | llama-8b | gemma3-tiny | gemma3-270m\n"
+                 "tiny | llama-125m | llama-1b | llama-8b | gemma3-tiny | gemma3-270m | mixtral-tiny | mixtral-1b\n"
                  "  tiny        dim 64, hidden 172, 2 layers, 8 heads, 4 kv heads, ctx 512\n"
                  "  llama-125m  dim 768, hidden 2048, 12 layers, 12 heads, 12 kv, ctx 2048\n"
                  "  llama-1b    dim 2048, hidden 8192, 16 layers, 32 heads, 8 kv, ctx 2048\n"
                  "  llama-8b    dim 4096, hidden 14336, 32 layers, 32 heads, 8 kv, ctx 8192\n"
                  "  gemma3-tiny  gemma3: dim 64, hidden 128, 3 layers (window 8, every 3rd global), 4 heads, 1 kv, head_dim 32\n"
-                 "  gemma3-270m  gemma3: dim 640, hidden 2048, 18 layers (window 512, every 6th global), 4 heads, 1 kv, head_dim 256");
+                 "  gemma3-270m  gemma3: dim 640, hidden 2048, 18 layers (window 512, every 6th global), 4 heads, 1 kv, head_dim 256\n"
+                 "  mixtral-tiny  MoE: dim 64, 4 experts of hidden 128 (top 2), 2 layers, 8 heads, 4 kv\n"
+                 "  mixtral-1b    MoE: dim 1024, 8 experts of hidden 3584 (top 2), 12 layers, 16 heads, 4 kv, ctx 4096");
   app.add_option("--dims", a.dims,
                  "dim=..,hidden=..,layers=..,heads=..[,kv_heads=..][,ctx=..][,rope_base=..][,eps=..]\n"
                  "(kv_heads defaults to heads, ctx to 2048)");
