@@ -26,8 +26,9 @@ if have_all; then echo "$bin"; exit 0; fi
 mkdir -p "$prefix"
 sdist="$prefix/llama_cpp_python-$version.tar.gz"
 if [[ ! -f "$sdist" ]]; then
-  # --no-binary: the sdist is what carries vendor/llama.cpp; no build happens at download.
-  python3 -m pip download -q --no-deps --no-binary :all: "llama-cpp-python==$version" -d "$prefix" >&2
+  # --no-binary for this package only: the sdist is what carries vendor/llama.cpp (pip reads its
+  # metadata with wheels of the build backend; `:all:` would compile every build dependency too).
+  python3 -m pip download -q --no-deps --no-binary llama-cpp-python "llama-cpp-python==$version" -d "$prefix" >&2
 fi
 src="$prefix/llama_cpp_python-$version/vendor/llama.cpp"
 [[ -f "$src/CMakeLists.txt" ]] || tar -xzf "$sdist" -C "$prefix"
