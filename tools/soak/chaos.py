@@ -11,8 +11,8 @@ Rounds take turns among the --kinds:
            only, never a reply that parses wrong; the new server is healthy within
            --start-timeout and serves whole replies.
   faults   a server with the fault-injecting scheduler (--faults-plugin: tests/abi/plugins/
-           faulty_scheduler.cpp, which refuses its 2nd request and fails its 4th and 8th
-           steps) under load: the faulted requests end with an error that names the fault,
+           faulty_scheduler.cpp, which refuses its 2nd request, fails its 4th and 8th
+           steps and over-schedules in its 12th) under load: the faulted requests end with an error that names the fault,
            the others complete, the server stays up and serves afterwards, its KV blocks return
            to idle, and it exits 0 on SIGTERM.
 After every round the server's exit or health is checked. A report line per round; exit status
@@ -38,7 +38,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from traffic import chat_body, check_stream, check_whole, completion_body  # noqa: E402
 from wire import Exchange, Hang, Server, Truncated, call, health, metrics, request_bytes, sse_events  # noqa: E402
 
-FAULT_MESSAGES = ("injected fault", "unknown request 987654321")
+# What the engine says of each fault the plugin injects: its own errors, the unknown id (8th
+# step) and the counts past a request's tokens (12th step), which fail only the requests named.
+FAULT_MESSAGES = ("injected fault", "unknown request 987654321", "of its tokens are left to compute")
 
 
 def config_text(model, drain_timeout, faults_plugin=None):
