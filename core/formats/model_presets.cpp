@@ -80,8 +80,9 @@ const std::vector<ModelPreset>& llama_presets() {
         {"mixtral-tiny", "Mixtral-style MoE: dim 64, 4 experts of hidden 128 (top 2), 2 layers, 8 heads, 4 kv heads, "
                          "ctx 512 (tests)",
          mixtral(shape(64, 128, 2, 8, 4, 512, 1000000.0f), 4, 2)},
-        // Mixtral 8x7B's routing (8 experts, top 2, GQA 4:1) at a size two cores can run: 1.2B
-        // weights, 0.4B active per token.
+        // Mixtral 8x7B's routing (8 experts, top 2, GQA 4:1) at a size two cores can run: with
+        // the Llama 2 vocabulary 1.15B weights, 0.36B of them read per token (embedding and head
+        // included).
         {"mixtral-1b", "Mixtral-style MoE: dim 1024, 8 experts of hidden 3584 (top 2), 12 layers, 16 heads, 4 kv heads, "
                        "ctx 4096 (Mixtral 8x7B's routing, scaled down)",
          mixtral(shape(1024, 3584, 12, 16, 4, 4096, 1000000.0f), 8, 2)},
