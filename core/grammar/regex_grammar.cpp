@@ -32,7 +32,7 @@ class RegexCompiler {
       start_anchor = true;
       ++pos_;
     }
-    std::string body = parse_alternation();
+    const std::string body = parse_alternation().text;
     if (!at_end()) fail(peek() == ')' ? "unbalanced ')'" : "unexpected character");
     const std::string any = opt_.json_string ? json_char() : "[^\\U0000000A]";
     std::string out;
@@ -55,17 +55,33 @@ class RegexCompiler {
     return "([^\"\\\\\\x00-\\x1F] | \"\\\\\" ([\"\\\\/bfnrt] | \"u\" [0-9a-fA-F]{4}))";
   }
 
-  std::string parse_alternation() {
-    std::string out = parse_concat();
+  // A parsed piece: its GBNF text, whether it matches "", and (for a nullable piece) its parts,
+  // which unbounded repetition needs (see star_base).
+  struct Piece {
+    enum Kind { kAtom, kAlternation, kConcat, kRepeat } kind = kAtom;
+    std::string text;
+    bool nullable = false;
+    int64_t max = -1;  // kRepeat: the upper bound, -1 for none
+    std::vector<Piece> parts;
+  };
+
+  Piece parse_alternation() {
+    Piece alt{Piece::kAlternation, "", false, -1, {}};
+    alt.parts.push_back(parse_concat());
     while (peek() == '|') {
       ++pos_;
-      out += " | " + parse_concat();
+      alt.parts.push_back(parse_concat());
     }
-    return out;
+    if (alt.parts.size() == 1) return std::move(alt.parts.front());
+    for (const Piece& b : alt.parts) {
+      alt.text += (alt.text.empty() ? "" : " | ") + b.text;
+      alt.nullable = alt.nullable || b.nullable;
+    }
+    return alt;
   }
 
-  std::string parse_concat() {
-    std::string out;
+  Piece parse_concat() {
+    Piece cat{Piece::kConcat, "", true, -1, {}};
     while (!at_end() && peek() != '|' && peek() != ')') {
       if (peek() == '$') {
         if (pos_ + 1 != re_.size()) fail("'$' is only supported at the end of the regex");
@@ -74,28 +90,69 @@ class RegexCompiler {
         break;
       }
       const size_t at = pos_;
-      std::string atom = parse_atom();
-      std::string quant = parse_quantifier(at);
-      if (!out.empty()) out += ' ';
-      // An atom that matches only "" (e.g. "()", "(|)") repeated is still only ""; GBNF has
-      // nothing to repeat there, so the quantifier is dropped.
-      out += quant.empty() || matches_only_empty(atom) ? atom : "(" + atom + ")" + quant;
+      Piece atom = parse_atom();
+      Piece item = quantified(std::move(atom), at);
+      cat.text += (cat.text.empty() ? "" : " ") + item.text;
+      cat.nullable = cat.nullable && item.nullable;
+      cat.parts.push_back(std::move(item));
     }
-    return out.empty() ? "\"\"" : out;
+    if (cat.parts.size() == 1) return std::move(cat.parts.front());
+    if (cat.text.empty()) cat.text = "\"\"";
+    return cat;
   }
 
-  std::string parse_quantifier(size_t atom_at) {
+  // The atom under its quantifier, if one follows.
+  Piece quantified(Piece atom, size_t at) {
+    int64_t min = 1, max = 1;
+    const std::string quant = parse_quantifier(at, min, max);
+    if (quant.empty()) return atom;
+    std::vector<std::string> base;
+    star_base(atom, base);
+    // An atom that matches only "" (e.g. "()", "(|)") repeated is still only ""; GBNF has
+    // nothing to repeat there, so the quantifier is dropped.
+    if (base.empty()) return atom;
+    Piece rep{Piece::kRepeat, "", min == 0 || atom.nullable, max, {}};
+    if (atom.nullable && max < 0) {
+      // GBNF's x* of a nullable x is left recursive (x* ::= x x* | "" begins with itself), so
+      // the repetition is written over the atom's non-empty forms, the same language.
+      std::string alts;
+      for (const std::string& b : base) alts += (alts.empty() ? "" : " | ") + b;
+      rep.text = "(" + alts + ")*";
+    } else {
+      rep.text = "(" + atom.text + ")" + quant;
+    }
+    rep.parts.push_back(std::move(atom));
+    return rep;
+  }
+
+  // Non-nullable expressions B1..Bk with (B1 | ... | Bk)* == p*. A non-nullable piece is its own
+  // base. For a nullable one: every branch of an alternation, and every item of a concatenation
+  // (each matches "", so (X1 X2 ... Xn)* == (X1 | X2 | ... | Xn)*), each in turn reduced; a
+  // repetition with an upper bound of at least one repeats its atom's base. Empty: p matches
+  // only "".
+  static void star_base(const Piece& p, std::vector<std::string>& out) {
+    if (!p.nullable) {
+      out.push_back("(" + p.text + ")");
+      return;
+    }
+    if (p.kind == Piece::kRepeat && p.max == 0) return;
+    for (const Piece& part : p.parts) star_base(part, out);
+  }
+
+  std::string parse_quantifier(size_t atom_at, int64_t& min, int64_t& max) {
     std::string q;
     const char c = peek();
     if (c == '*' || c == '+' || c == '?') {
       q = std::string(1, c);
+      min = c == '+' ? 1 : 0;
+      max = c == '?' ? 1 : -1;
       ++pos_;
     } else if (c == '{' && is_bounds()) {
       const size_t start = pos_;
       while (peek() != '}') ++pos_;
       ++pos_;
       q = std::string(re_.substr(start, pos_ - start));
-      check_bounds(start, q);
+      check_bounds(start, q, min, max);
     } else {
       return q;
     }
@@ -105,16 +162,10 @@ class RegexCompiler {
     return q;
   }
 
-  // True for GBNF text made of empty literals, parentheses and alternation only.
-  static bool matches_only_empty(std::string text) {
-    for (size_t at; (at = text.find("\"\"")) != std::string::npos;) text.erase(at, 2);
-    return text.find_first_not_of("()| ") == std::string::npos;
-  }
-
   // The bounds go to GBNF as written, so they are refused here as Python's re does (and past the
   // grammar's repetition cap), naming the regex offset, not as a GBNF error about text the
   // client never wrote.
-  void check_bounds(size_t at, const std::string& q) const {
+  void check_bounds(size_t at, const std::string& q, int64_t& min, int64_t& max) const {
     const size_t comma = q.find(',');
     const auto count = [&](std::string_view digits) {
       int64_t v = 0;
@@ -124,9 +175,10 @@ class RegexCompiler {
       }
       return v;
     };
-    const int64_t min = count(std::string_view(q).substr(1, std::min(comma, q.size() - 1) - 1));
+    min = count(std::string_view(q).substr(1, std::min(comma, q.size() - 1) - 1));
+    max = comma == std::string::npos ? min : -1;
     if (comma == std::string::npos || comma + 2 == q.size()) return;  // {m} or {m,}
-    const int64_t max = count(std::string_view(q).substr(comma + 1, q.size() - comma - 2));
+    max = count(std::string_view(q).substr(comma + 1, q.size() - comma - 2));
     if (max < min) fail_at(at, "min repeat greater than max repeat in '" + q + "'");
   }
 
@@ -143,30 +195,32 @@ class RegexCompiler {
     return p < re_.size() && re_[p] == '}';
   }
 
-  std::string parse_atom() {
+  static Piece atom(std::string text) { return Piece{Piece::kAtom, std::move(text), false, -1, {}}; }
+
+  Piece parse_atom() {
     const size_t at = pos_;
     const char c = peek();
     switch (c) {
       case '(': return parse_group();
-      case '[': return class_text(parse_class());
+      case '[': return atom(class_text(parse_class()));
       case '.': {
         ++pos_;
-        return class_text(normalize_code_ranges({{'\n', '\n'}}, true));
+        return atom(class_text(normalize_code_ranges({{'\n', '\n'}}, true)));
       }
       case '^': fail("'^' is only supported at the start of the regex");
       case '*': case '+': case '?': fail("nothing to repeat");
       case '\\': {
         ++pos_;
         Ranges set;
-        if (parse_shorthand(set, /*in_class=*/false)) return class_text(normalize_code_ranges(set, false));
+        if (parse_shorthand(set, /*in_class=*/false)) return atom(class_text(normalize_code_ranges(set, false)));
         pos_ = at + 1;
-        return literal(parse_escape());
+        return atom(literal(parse_escape()));
       }
-      default: return literal(next_code_point());
+      default: return atom(literal(next_code_point()));
     }
   }
 
-  std::string parse_group() {
+  Piece parse_group() {
     const size_t at = pos_;
     ++pos_;
     if (peek() == '?') {
@@ -190,10 +244,11 @@ class RegexCompiler {
         fail_at(at, "inline flags or group extensions '(?" + std::string(1, k) + "' are not supported");
       }
     }
-    std::string inner = parse_alternation();
+    Piece inner = parse_alternation();
     if (peek() != ')') fail_at(at, "unbalanced '('");
     ++pos_;
-    return "(" + inner + ")";
+    inner.text = "(" + inner.text + ")";
+    return inner;
   }
 
   void skip_group_name(size_t at) {
@@ -228,7 +283,7 @@ class RegexCompiler {
       case 'v': return '\v';
       case '0': return 0;
       case 'x': return parse_hex(2, at);
-      case 'u': return parse_hex(4, at);
+      case 'u': return parse_utf16_escape(at);
       case 'b': case 'B': fail_at(at, std::string("word boundary '\\") + e + "' is not supported");
       case 'A': case 'Z': case 'z': case 'G': fail_at(at, std::string("anchor '\\") + e + "' is not supported");
       default: break;
@@ -237,6 +292,21 @@ class RegexCompiler {
     if ((e >= 'a' && e <= 'z') || (e >= 'A' && e <= 'Z')) fail_at(at, std::string("unknown escape '\\") + e + "'");
     pos_ -= 1;
     return next_code_point();
+  }
+
+  // After \u: four hex digits. A high surrogate followed by \u and a low one is the pair's
+  // code point (as JSON and ECMAScript write characters past U+FFFF); a lone surrogate is not a
+  // character UTF-8 text can hold, so it is refused rather than compiled to bytes no output has.
+  uint32_t parse_utf16_escape(size_t at) {
+    const uint32_t unit = parse_hex(4, at);
+    if (unit < 0xD800 || unit > 0xDFFF) return unit;
+    if (unit <= 0xDBFF && re_.substr(pos_, 2) == "\\u") {
+      const size_t save = pos_;
+      pos_ += 2;
+      const uint32_t low = parse_hex(4, save);
+      if (low >= 0xDC00 && low <= 0xDFFF) return 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00);
+    }
+    fail_at(at, "a lone surrogate escape is not a character");
   }
 
   uint32_t parse_hex(int digits, size_t at) {

@@ -34,6 +34,9 @@ size_t decode_utf8_at(std::string_view s, size_t pos, uint32_t& cp) {
     if ((b & 0xC0) != 0x80) return 0;
     cp = (cp << 6) | (b & 0x3Fu);
   }
+  // Well-formed means RFC 3629's: no overlong form, no surrogate, nothing past U+10FFFF (an F5..F7
+  // lead decodes to one, which no grammar can hold).
+  if (encoded_length(cp) != static_cast<int>(n) || (cp >= 0xD800 && cp <= 0xDFFF) || cp > 0x10FFFF) return 0;
   return n;
 }
 

@@ -31,7 +31,8 @@ std::vector<std::pair<uint32_t, uint32_t>> normalize_code_ranges(std::vector<std
 void append_utf8(uint32_t cp, std::vector<uint8_t>& out);
 
 // The code point whose UTF-8 encoding starts at s[pos]: its length, or 0 when the bytes there
-// are not a well-formed lead and continuation bytes (the grammar and regex texts are UTF-8).
+// are not well-formed UTF-8 (RFC 3629: overlong forms, surrogates and code points past U+10FFFF
+// are not; the grammar and regex texts are UTF-8).
 size_t decode_utf8_at(std::string_view s, size_t pos, uint32_t& cp);
 
 // 0-15 for a hex digit, -1 otherwise.

@@ -347,6 +347,67 @@ TEST(GrammarRegex, RefusalsNameTheConstruct) {
   EXPECT_EQ(err("[ab"), "regex offset 0: unterminated character class");
 }
 
+// Found by fuzz_grammar: unbounded repetition of an atom that also matches "" was written as
+// GBNF x*, which is left recursive, so the request got a 400 for a regex Python accepts.
+TEST(GrammarRegex, NullableAtomsRepeatWithoutLeftRecursion) {
+  auto re = [](const char* r) { return gbnf(regex_grammar(r)); };
+  const auto star = re("(|cd)*");
+  EXPECT_TRUE(full_match(star, ""));
+  EXPECT_TRUE(full_match(star, "cdcdcd"));
+  EXPECT_FALSE(full_match(star, "cdc"));
+  const auto plus = re("(|cd)+");
+  EXPECT_TRUE(full_match(plus, ""));
+  EXPECT_TRUE(full_match(plus, "cd"));
+  EXPECT_FALSE(full_match(plus, "dc"));
+  const auto at_least_two = re("(|cd){2,}");
+  EXPECT_TRUE(full_match(at_least_two, ""));
+  EXPECT_TRUE(full_match(at_least_two, "cdcdcdcd"));
+  EXPECT_FALSE(full_match(at_least_two, "c"));
+  // (c?d?)* is any string of c and d: each item of the concatenation alone is repeated too.
+  const auto cd = re("(c?d?)*");
+  for (const char* s : {"", "c", "d", "dc", "ccdddc", "dcdcdc"}) EXPECT_TRUE(full_match(cd, s)) << s;
+  EXPECT_FALSE(full_match(cd, "cx"));
+  const auto abc = re("a(b|)*c");
+  EXPECT_TRUE(full_match(abc, "ac"));
+  EXPECT_TRUE(full_match(abc, "abbbc"));
+  EXPECT_FALSE(full_match(abc, "abcb"));
+  // Nested and mixed: (a*b?)+ is (a|b)*; ((x?)*y?){3,} is (x|y)*; (()|a?){0,} is a*.
+  const auto ab = re("(a*b?)+z");
+  for (const char* s : {"z", "az", "bz", "babbaz"}) EXPECT_TRUE(full_match(ab, s)) << s;
+  EXPECT_FALSE(full_match(ab, "zz"));
+  const auto xy = re("((x?)*y?){3,}");
+  for (const char* s : {"", "yx", "xxyyx"}) EXPECT_TRUE(full_match(xy, s)) << s;
+  const auto a = re("(()|a?){0,}");
+  EXPECT_TRUE(full_match(a, "aaa"));
+  EXPECT_FALSE(full_match(a, "b"));
+  // A bound of zero repeats nothing: (a?){0}b* is b*, and (a?){0}* as a whole matches only "".
+  EXPECT_TRUE(full_match(re("((a?){0})*b"), "b"));
+  EXPECT_FALSE(full_match(re("((a?){0})*b"), "ab"));
+  // The same inside a JSON Schema pattern (search semantics, in a JSON string).
+  EXPECT_TRUE(full_match(schema(R"({"type": "string", "pattern": "^(|\\d)*$"})"), "\"123\""));
+  EXPECT_FALSE(full_match(schema(R"({"type": "string", "pattern": "^(|\\d)*$"})"), "\"12a\""));
+}
+
+// Found by fuzz_grammar: an F6 lead byte decoded to a code point past U+10FFFF, which the regex
+// compiler wrote as a class the GBNF parser then refused. Malformed UTF-8 is refused where read.
+TEST(GrammarRegex, MalformedUtf8IsRefusedWhereRead) {
+  auto err = [](const std::string& r) { return error_of([&] { regex_grammar(r); }); };
+  EXPECT_EQ(err("a[\xF6\x91\x8A\x9B]"), "regex offset 2: invalid UTF-8");  // past U+10FFFF
+  EXPECT_EQ(err("ab\xC0\xAF"), "regex offset 2: invalid UTF-8");  // overlong '/'
+  EXPECT_EQ(err("\xED\xA0\x80"), "regex offset 0: invalid UTF-8");  // a surrogate
+  EXPECT_EQ(error_of([] { gbnf("root ::= \"\xF4\x90\x80\x80\""); }), "line 1, column 11: invalid UTF-8 in the grammar text");
+  // Also found by fuzz_grammar: a \u escape of a lone surrogate became bytes no UTF-8 holds. A
+  // pair is the character it encodes, as in JSON and ECMAScript.
+  EXPECT_EQ(err("ab\\udddd"), "regex offset 2: a lone surrogate escape is not a character");
+  EXPECT_EQ(err("[\\ud83dx]"), "regex offset 1: a lone surrogate escape is not a character");
+  EXPECT_EQ(err("\\ud83d\\u0041"), "regex offset 0: a lone surrogate escape is not a character");
+  EXPECT_TRUE(full_match(gbnf(regex_grammar("\\ud83d\\ude00+")), "\xF0\x9F\x98\x80\xF0\x9F\x98\x80"));
+  EXPECT_TRUE(full_match(gbnf(regex_grammar("[\\ud83d\\ude00a]")), "\xF0\x9F\x98\x80"));
+  // The largest code point and the first of each length still read.
+  EXPECT_TRUE(full_match(gbnf(regex_grammar("\xF4\x8F\xBF\xBF\xC2\x80\xE0\xA0\x80")),
+                         "\xF4\x8F\xBF\xBF\xC2\x80\xE0\xA0\x80"));
+}
+
 TEST(GrammarChoice, ExactlyOneOfTheStrings) {
   const auto g = gbnf(choice_grammar({"yes", "no", "maybe \"so\"", "\xC3\xA9"}));
   EXPECT_TRUE(full_match(g, "yes"));
