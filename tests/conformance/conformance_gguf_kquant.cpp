@@ -1,12 +1,14 @@
-// GGUF Q2_K, Q3_K, Q5_K and IQ4_XS (sdk_gguf_kquants.hpp and quantization/gguf's kernels):
-//   - the SDK's quantizer gives llama.cpp's quantize_row_*_ref bytes, and its dequantizer
-//     llama.cpp's values, bit for bit, on vectors made from llama.cpp
-//     (tests/data/gguf_kquants, tools/convert/gguf_kquant_vectors.py; random block bytes too);
-//   - every kernel set this CPU runs (portable, AVX2, AVX-512 natively where the CPU has
-//     AVX512-BW/VNNI, and emulated through SIMDe on any AVX2 CPU) computes x_q8k . W against the
-//     dequantized product of the same quantized operands within float rounding, gives a row the
-//     same bits alone and in any batch, and the sets agree with each other bit for bit (each
-//     super-block's sum is an exact int32 folded by one shared scalar expression).
+// GGUF K-quants (sdk_gguf_kquants.hpp and quantization/gguf's kernels):
+//   - for Q2_K, Q3_K, Q5_K and IQ4_XS, the SDK's quantizer gives llama.cpp's
+//     quantize_row_*_ref bytes, and its dequantizer llama.cpp's values, bit for bit, on vectors
+//     made from llama.cpp (tests/data/gguf_kquants, tools/convert/gguf_kquant_vectors.py; random
+//     block bytes too; Q4_K and Q6_K have hand-built blocks in test_formats_gguf_blocks.cpp);
+//   - for those and Q4_K, Q6_K, every kernel set this CPU runs (portable, AVX2, AVX-512 natively
+//     where the CPU has AVX512-BW/VNNI, and emulated through SIMDe on any AVX2 CPU) computes
+//     x_q8k . W against the dequantized product of the same quantized operands within float
+//     rounding, gives a row the same bits alone and in any batch, and the sets agree with each
+//     other bit for bit (each super-block's sum is an exact int32 folded by one shared scalar
+//     expression).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -26,6 +28,8 @@ namespace {
 namespace g = loom::sdk::gguf;
 
 constexpr loom_dtype kTypes[] = {LOOM_DTYPE_Q2_K, LOOM_DTYPE_Q3_K, LOOM_DTYPE_Q5_K, LOOM_DTYPE_IQ4_XS};
+constexpr loom_dtype kKernelTypes[] = {LOOM_DTYPE_Q2_K, LOOM_DTYPE_Q3_K, LOOM_DTYPE_Q4_K,
+                                       LOOM_DTYPE_Q5_K, LOOM_DTYPE_Q6_K, LOOM_DTYPE_IQ4_XS};
 
 std::vector<uint8_t> read_file(const std::string& name) {
   const std::string path = std::string(LOOM_TEST_DATA) + "/gguf_kquants/" + name;
@@ -94,8 +98,12 @@ loom_gguf::TileKernel kernel_for(const loom_gguf::KQuantKernels& k, loom_dtype t
       return k.q2_k;
     case LOOM_DTYPE_Q3_K:
       return k.q3_k;
+    case LOOM_DTYPE_Q4_K:
+      return k.q4_k;
     case LOOM_DTYPE_Q5_K:
       return k.q5_k;
+    case LOOM_DTYPE_Q6_K:
+      return k.q6_k;
     default:
       return k.iq4_xs;
   }
@@ -109,7 +117,7 @@ TEST(GgufKQuantKernels, EverySetMatchesTheDequantizedProductAndIsBatchInvariant)
   const std::vector<KernelSet> sets = kernel_sets();
   std::mt19937_64 rng(41);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const loom_dtype t : kTypes) {
+  for (const loom_dtype t : kKernelTypes) {
     const std::string name = loom::sdk::type_name(t);
     const g::BlockGeometry geo = g::block_geometry(t);
     for (const Shape& s : shapes) {
@@ -120,8 +128,23 @@ TEST(GgufKQuantKernels, EverySetMatchesTheDequantizedProductAndIsBatchInvariant)
       std::vector<uint8_t> w(static_cast<size_t>(s.out * row_bytes));
       for (int64_t o = 0; o < s.out; ++o) {
         for (auto& e : wf) e = o == 2 ? 0.0f : nd(rng) * (o % 3 == 0 ? 30.0f : 0.05f);
-        g::quantize_row(t, wf.data(), w.data() + o * row_bytes, s.in);
-        g::dequantize_row(t, w.data() + o * row_bytes, wd.data() + o * s.in, s.in);
+        uint8_t* row = w.data() + o * row_bytes;
+        g::quantize_row(t, wf.data(), row, s.in);
+        // Row 1 of Q4_K and Q6_K: random bytes under small finite scales, so every code, scale
+        // and min occurs (Q6_K's int8 scales down to -128), not only those a quantizer writes.
+        if (o == 1 && (t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K)) {
+          for (int64_t i = 0; i < row_bytes; ++i) row[i] = static_cast<uint8_t>(rng());
+          for (int64_t b = 0; b < nb; ++b) {
+            if (t == LOOM_DTYPE_Q4_K) {
+              auto* blk = reinterpret_cast<g::BlockQ4_K*>(row) + b;
+              blk->d = loom::sdk::f32_to_f16(0.01f);
+              blk->dmin = loom::sdk::f32_to_f16(0.02f);
+            } else {
+              reinterpret_cast<g::BlockQ6_K*>(row)[b].d = loom::sdk::f32_to_f16(0.003f);
+            }
+          }
+        }
+        g::dequantize_row(t, row, wd.data() + o * s.in, s.in);
       }
       std::vector<float> x(static_cast<size_t>(s.in)), xd(static_cast<size_t>(s.n * s.in));
       std::vector<uint8_t> xq(static_cast<size_t>(s.n * xq_row_bytes));

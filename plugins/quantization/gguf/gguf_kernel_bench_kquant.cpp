@@ -1,7 +1,7 @@
 // gguf-kernel-bench, K-quant part: the file-layout kernels of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and
 // IQ4_XS against Q8_K activations, one thread, a llama-1b ffn_down shape (2048 x 8192): AVX2
-// and, where the CPU has AVX512-BW/VNNI, AVX-512 (Q2_K, Q3_K, Q5_K, IQ4_XS) against portable,
-// whose bits the new types' kernels must equal (checked). Decode streams W from memory (enough
+// and, where the CPU has AVX512-BW/VNNI, AVX-512 against portable, whose bits every kernel
+// must equal (checked). Decode streams W from memory (enough
 // copies to overflow the last-level cache), so its GB/s is the weight read rate one core reaches.
 #include <algorithm>
 #include <chrono>
@@ -34,9 +34,9 @@ int bench_kquant(int reps, const char* mode) {
   };
   const Type types[] = {{LOOM_DTYPE_Q2_K, avx2.kquant.q2_k, portable.kquant.q2_k, k512.q2_k},
                         {LOOM_DTYPE_Q3_K, avx2.kquant.q3_k, portable.kquant.q3_k, k512.q3_k},
-                        {LOOM_DTYPE_Q4_K, avx2.q4_k, portable.q4_k, nullptr},
+                        {LOOM_DTYPE_Q4_K, avx2.kquant.q4_k, portable.kquant.q4_k, k512.q4_k},
                         {LOOM_DTYPE_Q5_K, avx2.kquant.q5_k, portable.kquant.q5_k, k512.q5_k},
-                        {LOOM_DTYPE_Q6_K, avx2.q6_k, portable.q6_k, nullptr},
+                        {LOOM_DTYPE_Q6_K, avx2.kquant.q6_k, portable.kquant.q6_k, k512.q6_k},
                         {LOOM_DTYPE_IQ4_XS, avx2.kquant.iq4_xs, portable.kquant.iq4_xs, k512.iq4_xs}};
   std::printf("one thread; AVX-512 K-quant kernels: %s\n", has512 ? "yes" : "no (this CPU lacks AVX512-BW/VNNI)");
   std::mt19937_64 rng(5);

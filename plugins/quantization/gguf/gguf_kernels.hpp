@@ -1,7 +1,7 @@
 // The dot-product kernels of quantization/gguf: y = x W^T over one tile of weight rows stored in
 // a GGUF block format, on activations already quantized per row (Q8_0 blocks against Q8_0/Q4_0
 // weights, Q8_K blocks against Q2_K..Q6_K and IQ4_XS). Each has a portable version and, on
-// x86-64, an AVX2 one picked at run time (and for Q2_K/Q3_K/Q5_K/IQ4_XS an AVX-512 one).
+// x86-64, an AVX2 one picked at run time (and for the K-quants an AVX-512 one).
 //
 // Batch invariance: a block's integer dot product is exact, and each kernel folds the blocks of
 // one (activation row, weight row) pair into its float sum in one fixed order whatever n is and
@@ -26,11 +26,13 @@ using TileKernel = void (*)(const uint8_t* w, int64_t w_row_bytes, int64_t n_row
 // bits of loom::sdk::gguf::quantize_q8_0, so the two kernel sets see the same activations.
 using QuantizeQ8_0 = void (*)(const float* x, loom::sdk::gguf::BlockQ8_0* y, int64_t n_blocks);
 
-// Q2_K, Q3_K, Q5_K, IQ4_XS weights x Q8_K activations (gguf_kernels_kquant_*.cpp).
+// The K-quant weights (Q2_K..Q6_K, IQ4_XS) x Q8_K activations (gguf_kernels_kquant_*.cpp).
 struct KQuantKernels {
   TileKernel q2_k;
   TileKernel q3_k;
+  TileKernel q4_k;
   TileKernel q5_k;
+  TileKernel q6_k;
   TileKernel iq4_xs;
 };
 
@@ -39,8 +41,6 @@ struct KQuantKernels {
 struct Kernels {
   TileKernel q8_0;  // Q8_0 weights x Q8_0 activations
   TileKernel q4_0;  // Q4_0 weights x Q8_0 activations
-  TileKernel q4_k;  // Q4_K weights x Q8_K activations
-  TileKernel q6_k;  // Q6_K weights x Q8_K activations
   QuantizeQ8_0 quantize_q8_0;  // activations for q8_0 and q4_0
   const char* name;  // "portable" or "avx2"
   KQuantKernels kquant;

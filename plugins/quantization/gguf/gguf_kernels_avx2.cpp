@@ -3,7 +3,7 @@
 //
 // Integer dot products without VNNI: for a 32-value block, _mm256_maddubs_epi16 multiplies
 // unsigned by signed bytes and adds pairs into int16, and _mm256_madd_epi16 widens pairs of those
-// into int32 (times a per-sub-block scale for the K-quants). Q8_0 weights take the sign trick,
+// into int32. Q8_0 weights take the sign trick,
 // Q4_0 nibbles go in unsigned with the -8 folded out per activation block (see LoadQ4_0). Each
 // block's int32 lanes become floats and are folded into 8 float lanes by one FMA with the
 // block's scale; the lanes are summed by a fixed tree at the end.
@@ -21,7 +21,6 @@
 #ifdef LOOM_GGUF_HAVE_AVX2
 
 #include <immintrin.h>
-
 
 namespace loom_gguf {
 
@@ -233,85 +232,10 @@ void quantize_q8_0_avx2(const float* x, g::BlockQ8_0* y, int64_t n_blocks) {
   }
 }
 
-// Q4_K x Q8_K: per super-block, 4 chunks of 64 values; a chunk's low nibbles are sub-block 2c,
-// its high nibbles sub-block 2c + 1. The nibbles are unsigned, so maddubs takes them directly;
-// madd applies the sub-block scale. The min term is a scalar per super-block.
-float dot_q4_k(const g::BlockQ4_K* w, const g::BlockQ8_K* a, int64_t nb) {
-  const __m256i mask = _mm256_set1_epi8(0xF);
-  __m256 acc = _mm256_setzero_ps();
-  float mins = 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    int sc[8], m[8];
-    for (int j = 0; j < 8; ++j) g::q4_k_scale_min(j, w[b].scales, &sc[j], &m[j]);
-    __m256i isum = _mm256_setzero_si256();
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * c));
-      const __m256i lo = _mm256_and_si256(q, mask);
-      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
-      const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 64 * c));
-      const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 64 * c + 32));
-      const __m256i p_lo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, a_lo), _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c])));
-      const __m256i p_hi =
-          _mm256_madd_epi16(_mm256_maddubs_epi16(hi, a_hi), _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c + 1])));
-      isum = _mm256_add_epi32(isum, _mm256_add_epi32(p_lo, p_hi));
-    }
-    int32_t msum = 0;
-    for (int j = 0; j < 8; ++j) msum += m[j] * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(half(w[b].d) * a[b].d), _mm256_cvtepi32_ps(isum), acc);
-    mins += (half(w[b].dmin) * a[b].d) * static_cast<float>(msum);
-  }
-  return hsum(acc) - mins;
-}
-
-// Q6_K x Q8_K: the 6-bit codes (0..63) are unsigned for maddubs; the -32 offset comes back as
-// 32 * sum_s sc_s * bsum_s per super-block. A 32-value group spans sub-blocks s0 and s0 + 1,
-// whose scales sit in the low and high 128-bit halves of madd's scale operand.
-float dot_q6_k(const g::BlockQ6_K* w, const g::BlockQ8_K* a, int64_t nb) {
-  const __m256i mask4 = _mm256_set1_epi8(0xF), mask2 = _mm256_set1_epi8(3);
-  __m256 acc = _mm256_setzero_ps();
-  float offsets = 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    __m256i isum = _mm256_setzero_si256();
-    for (int h = 0; h < 2; ++h) {
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qh + 32 * h));
-      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * h));
-      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].ql + 64 * h + 32));
-      for (int k = 0; k < 4; ++k) {
-        const __m256i ql = k % 2 == 0 ? ql0 : ql1;
-        const __m256i low = k < 2 ? _mm256_and_si256(ql, mask4) : _mm256_and_si256(_mm256_srli_epi16(ql, 4), mask4);
-        const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * k)), mask2);
-        const __m256i q = _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
-        const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[b].qs + 128 * h + 32 * k));
-        const int s0 = 8 * h + 2 * k;
-        const __m256i scale = _mm256_set_m128i(_mm_set1_epi16(w[b].scales[s0 + 1]), _mm_set1_epi16(w[b].scales[s0]));
-        isum = _mm256_add_epi32(isum, _mm256_madd_epi16(_mm256_maddubs_epi16(q, av), scale));
-      }
-    }
-    int32_t bias = 0;
-    for (int s = 0; s < 16; ++s) bias += int32_t{w[b].scales[s]} * a[b].bsums[s];
-    const float d = half(w[b].d) * a[b].d;
-    acc = _mm256_fmadd_ps(_mm256_set1_ps(d), _mm256_cvtepi32_ps(isum), acc);
-    offsets += d * static_cast<float>(32 * bias);
-  }
-  return hsum(acc) - offsets;
-}
-
-template <class W, float (*Dot)(const W*, const g::BlockQ8_K*, int64_t)>
-void tile_k(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const uint8_t* xq, int64_t xq_row_bytes, int64_t n,
-            int64_t in, float* y, int64_t ys) {
-  const int64_t nb = in / g::kQKK;
-  for (int64_t t = 0; t < n; ++t) {
-    const auto* a = reinterpret_cast<const g::BlockQ8_K*>(xq + t * xq_row_bytes);
-    for (int64_t j = 0; j < n_rows; ++j) y[t * ys + j] = Dot(reinterpret_cast<const W*>(w + j * w_row_bytes), a, nb);
-  }
-}
-
 }  // namespace
 
 Kernels avx2_kernels() {
-  return Kernels{&tile_q0<LoadQ8_0, 4>, &tile_q0<LoadQ4_0, 8>, &tile_k<g::BlockQ4_K, &dot_q4_k>,
-                 &tile_k<g::BlockQ6_K, &dot_q6_k>, &quantize_q8_0_avx2, "avx2",
-                 avx2_kquant_kernels()};
+  return Kernels{&tile_q0<LoadQ8_0, 4>, &tile_q0<LoadQ4_0, 8>, &quantize_q8_0_avx2, "avx2", avx2_kquant_kernels()};
 }
 
 #pragma GCC pop_options

@@ -1,4 +1,4 @@
-// The K-quant tile of quantization/gguf: Q2_K, Q3_K, Q5_K and IQ4_XS weights (256-value
+// The K-quant tile of quantization/gguf: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights (256-value
 // super-blocks, sdk_gguf_kquants.hpp) against Q8_K activations, as llama.cpp pairs them. Each
 // (activation row, weight row) pair is one dot product over the row's super-blocks, folded in
 // increasing order; a kernel set's dot is the same function whatever n or the tile, so a row's

@@ -1,15 +1,17 @@
-// AVX2 K-quant kernels (Q2_K, Q3_K, Q5_K, IQ4_XS x Q8_K), compiled for AVX2+FMA+F16C inside this
+// AVX2 K-quant kernels (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS x Q8_K), compiled for AVX2+FMA+F16C inside this
 // file's target region and called only after cpu_has_avx2_fma().
 //
 // Per super-block the codes are unpacked 32 at a time into bytes in value order and multiplied
 // with the activations by maddubs (unsigned codes x signed activations, pairs summed into int16,
-// never saturating: |code| <= 31 or the sign trick's |v| <= 127 against |a| <= 127); madd then
+// never saturating: 2 * 63 * 128 < 2^15 for the largest code, Q6_K's, and the sign trick's
+// |v| <= 127 likewise); madd then
 // applies each 16-value half's sub-block scale and widens to int32. The super-block's integer sum
 // is reduced to one exact int32 and folded into the row's float sum by the portable kernels' own
 // scalar expression (this file, like them, is built with -ffp-contract=off), so these kernels
 // give the portable ones' bits exactly: batch-invariant, and one answer per row on every CPU.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "gguf_kernels_kquant.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
@@ -97,10 +99,12 @@ void dot_q3_k(const g::BlockQ3_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   for (int r = 0; r < R; ++r) out[r] = sum[r];
 }
 
-// Q5_K: chunk c of qs holds sub-blocks 2c (low nibbles) and 2c + 1 (high); bit 4 of value
-// 32j + l is bit j of qh[l], taken off qh two planes per chunk.
-template <int R>
-void dot_q5_k(const g::BlockQ5_K* w, const g::BlockQ8_K* const* a, int64_t nb, float* out) {
+// Q4_K and Q5_K: chunk c of qs holds sub-blocks 2c (low nibbles) and 2c + 1 (high), under one
+// scale packing. Q5_K adds bit 4 of value 32j + l as bit j of qh[l], taken off qh two planes per
+// chunk.
+template <class W, int R>
+void dot_q4_q5_k(const W* w, const g::BlockQ8_K* const* a, int64_t nb, float* out) {
+  constexpr bool kHigh = std::is_same_v<W, g::BlockQ5_K>;
   const __m256i mask4 = _mm256_set1_epi8(0xF), one = _mm256_set1_epi8(1);
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
@@ -108,15 +112,18 @@ void dot_q5_k(const g::BlockQ5_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
     __m128i sc8, mn8;
     q5_k_scales_mins(w[b].scales, &sc8, &mn8);
     const __m256i scales = both_halves(sc8);
-    __m256i qh = load(w[b].qh);
+    __m256i qh = _mm256_setzero_si256();
+    if constexpr (kHigh) qh = load(w[b].qh);
     __m256i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load(w[b].qs + 32 * c);
-      const __m256i lo = _mm256_or_si256(_mm256_and_si256(q, mask4), _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
-      const __m256i hi = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(q, 4), mask4),
-                                         _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
-      qh = _mm256_srli_epi16(qh, 2);
+      __m256i lo = _mm256_and_si256(q, mask4), hi = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask4);
+      if constexpr (kHigh) {
+        lo = _mm256_or_si256(lo, _mm256_slli_epi16(_mm256_and_si256(qh, one), 4));
+        hi = _mm256_or_si256(hi, _mm256_slli_epi16(_mm256_and_si256(_mm256_srli_epi16(qh, 1), one), 4));
+        qh = _mm256_srli_epi16(qh, 2);
+      }
       const __m256i s_lo = pick(scales, kPick.same[2 * c]), s_hi = pick(scales, kPick.same[2 * c + 1]);
       for (int r = 0; r < R; ++r) {
         const __m256i p_lo = _mm256_maddubs_epi16(lo, load(a[r][b].qs + 64 * c));
@@ -127,6 +134,42 @@ void dot_q5_k(const g::BlockQ5_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
     }
     fold_with_mins<R>(
         sum, acc, [&](const int16_t* bsums) { return q5_k_min_sums(mn8, bsums); }, w[b].d, w[b].dmin, a, b);
+  }
+  for (int r = 0; r < R; ++r) out[r] = sum[r];
+}
+
+// Q6_K: in half h, value 128h + 32k + l has its low nibble in ql[64h + 32(k % 2) + l] (high
+// nibble for k >= 2) and 2 high bits at bit 2k of qh[32h + l]. The codes 0..63 go in unsigned
+// and the -32 comes back as 32 * sum_s scale_s * bsum_s; the 16 int8 scales, one per 16 values,
+// are picked as Q2_K's.
+template <int R>
+void dot_q6_k(const g::BlockQ6_K* w, const g::BlockQ8_K* const* a, int64_t nb, float* out) {
+  const __m256i mask4 = _mm256_set1_epi8(0xF), mask2 = _mm256_set1_epi8(3);
+  float sum[R];
+  for (int r = 0; r < R; ++r) sum[r] = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
+    const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales, scales, 0x00),
+                                    _mm256_permute2x128_si256(scales, scales, 0x11)};
+    __m256i acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();
+    for (int h = 0; h < 2; ++h) {
+      __m256i qh = load(w[b].qh + 32 * h);
+      const __m256i ql[2] = {load(w[b].ql + 64 * h), load(w[b].ql + 64 * h + 32)};
+      for (int k = 0; k < 4; ++k) {
+        const __m256i low = k < 2 ? _mm256_and_si256(ql[k], mask4) : _mm256_and_si256(_mm256_srli_epi16(ql[k - 2], 4), mask4);
+        const __m256i codes = _mm256_or_si256(low, _mm256_slli_epi16(_mm256_and_si256(qh, mask2), 4));
+        qh = _mm256_srli_epi16(qh, 2);
+        const __m256i scale = pick(half_scales[h], kPick.pair[k]);
+        for (int r = 0; r < R; ++r) {
+          const __m256i p = _mm256_maddubs_epi16(codes, load(a[r][b].qs + 128 * h + 32 * k));
+          acc[r] = _mm256_add_epi32(acc[r], _mm256_madd_epi16(p, scale));
+        }
+      }
+    }
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm256_sub_epi32(acc[r], _mm256_slli_epi32(_mm256_madd_epi16(scales, load(a[r][b].bsums)), 5));
+    fold<R>(sum, acc, w[b].d, a, b);
   }
   for (int r = 0; r < R; ++r) out[r] = sum[r];
 }
@@ -170,8 +213,9 @@ void dot_iq4_xs(const g::BlockIQ4_XS* w, const g::BlockQ8_K* const* a, int64_t n
 
 KQuantKernels avx2_kquant_kernels() {
   return KQuantKernels{
-      tile<g::BlockQ2_K, &dot_q2_k<kRows>, &dot_q2_k<1>>, tile<g::BlockQ3_K, &dot_q3_k<kRows>, &dot_q3_k<1>>,
-      tile<g::BlockQ5_K, &dot_q5_k<kRows>, &dot_q5_k<1>>, tile<g::BlockIQ4_XS, &dot_iq4_xs<kRows>, &dot_iq4_xs<1>>};
+      tile<g::BlockQ2_K, &dot_q2_k<kRows>, &dot_q2_k<1>>,     tile<g::BlockQ3_K, &dot_q3_k<kRows>, &dot_q3_k<1>>,
+      tile<g::BlockQ4_K, &dot_q4_q5_k<g::BlockQ4_K, kRows>, &dot_q4_q5_k<g::BlockQ4_K, 1>>,     tile<g::BlockQ5_K, &dot_q4_q5_k<g::BlockQ5_K, kRows>, &dot_q4_q5_k<g::BlockQ5_K, 1>>,
+      tile<g::BlockQ6_K, &dot_q6_k<kRows>, &dot_q6_k<1>>,     tile<g::BlockIQ4_XS, &dot_iq4_xs<kRows>, &dot_iq4_xs<1>>};
 }
 
 #pragma GCC pop_options

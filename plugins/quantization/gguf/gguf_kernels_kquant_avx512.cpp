@@ -1,4 +1,4 @@
-// AVX-512 K-quant kernels (Q2_K, Q3_K, Q5_K, IQ4_XS x Q8_K) for CPUs with AVX512-BW and
+// AVX-512 K-quant kernels (Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS x Q8_K) for CPUs with AVX512-BW and
 // AVX512-VNNI (cpu_has_avx512_kquant()): the AVX2 kernels' unpacking on 64 values per zmm, with
 // maddubs + vpdpwssd (VNNI's fused madd + add) applying the sub-block scales, which
 // vpermw spreads from one register of int16 scales. Same integers, same scalar fold: these give
@@ -7,6 +7,7 @@
 // (LOOM_SIMD_EMULATE: the entry point moves to namespace loom_gguf::emulated).
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "gguf_kernels_kquant.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
@@ -161,10 +162,11 @@ void dot_q3_k(const g::BlockQ3_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   for (int r = 0; r < R; ++r) out[r] = sum[r];
 }
 
-// Q5_K: chunk c's low and high nibbles (sub-blocks 2c, 2c + 1) side by side are values
-// 64c .. 64c + 63; bit 4 comes from qh (low half) and qh >> 1 (high half) at bit 2c.
-template <int R>
-void dot_q5_k(const g::BlockQ5_K* w, const g::BlockQ8_K* const* a, int64_t nb, float* out) {
+// Q4_K and Q5_K: chunk c's low and high nibbles (sub-blocks 2c, 2c + 1) side by side are values
+// 64c .. 64c + 63; Q5_K's bit 4 comes from qh (low half) and qh >> 1 (high half) at bit 2c.
+template <class W, int R>
+void dot_q4_q5_k(const W* w, const g::BlockQ8_K* const* a, int64_t nb, float* out) {
+  constexpr bool kHigh = std::is_same_v<W, g::BlockQ5_K>;
   const __m256i mask4 = _mm256_set1_epi8(0xF);
   const __m512i sixteen = _mm512_set1_epi8(16);
   float sum[R];
@@ -173,15 +175,20 @@ void dot_q5_k(const g::BlockQ5_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
     __m128i sc8, mn8;
     q5_k_scales_mins(w[b].scales, &sc8, &mn8);
     const __m512i scales = _mm512_castsi128_si512(sc8);
-    const __m256i qh = load(w[b].qh);
-    const __m512i qh2 = join(qh, _mm256_srli_epi16(qh, 1));
+    __m512i qh2 = _mm512_setzero_si512();
+    if constexpr (kHigh) {
+      const __m256i qh = load(w[b].qh);
+      qh2 = join(qh, _mm256_srli_epi16(qh, 1));
+    }
     __m512i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load(w[b].qs + 32 * c);
       __m512i codes = join(_mm256_and_si256(q, mask4), _mm256_and_si256(_mm256_srli_epi16(q, 4), mask4));
-      const __mmask64 high = _mm512_test_epi8_mask(qh2, _mm512_set1_epi8(static_cast<char>(1 << (2 * c))));
-      codes = _mm512_mask_add_epi8(codes, high, codes, sixteen);
+      if constexpr (kHigh) {
+        const __mmask64 high = _mm512_test_epi8_mask(qh2, _mm512_set1_epi8(static_cast<char>(1 << (2 * c))));
+        codes = _mm512_mask_add_epi8(codes, high, codes, sixteen);
+      }
       const __m512i scale = spread(scales, kScaleIndex.sub32[c]);
       for (int r = 0; r < R; ++r)
         acc[r] = _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(codes, load64(a[r][b].qs + 64 * c)), scale);
@@ -189,6 +196,41 @@ void dot_q5_k(const g::BlockQ5_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
     fold_with_mins<R>(
         sum, halves<R>(acc).v, [&](const int16_t* bsums) { return q5_k_min_sums(mn8, bsums); }, w[b].d, w[b].dmin, a,
         b);
+  }
+  for (int r = 0; r < R; ++r) out[r] = sum[r];
+}
+
+// Q6_K: values 128h + 32k .. + 63 (k = 0, 2) are the low (k = 0) or high nibbles of
+// ql[64h..64h + 63] with bits 2k, 2k + 2 of qh[32h..] on top; scales as Q3_K's (int8 here), the
+// -32 folded out by the bsums.
+template <int R>
+void dot_q6_k(const g::BlockQ6_K* w, const g::BlockQ8_K* const* a, int64_t nb, float* out) {
+  const __m512i mask4 = _mm512_set1_epi8(0xF), mask2 = _mm512_set1_epi8(3);
+  float sum[R];
+  for (int r = 0; r < R; ++r) sum[r] = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
+    const __m512i scales = _mm512_castsi256_si512(scales16);
+    __m512i acc[R];
+    for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ql = load64(w[b].ql + 64 * h);
+      const __m256i qh = load(w[b].qh + 32 * h);
+      const __m512i qh2 = join(qh, _mm256_srli_epi16(qh, 2));
+      for (int k = 0; k < 4; k += 2) {
+        const __m512i low = _mm512_and_si512(k == 0 ? ql : _mm512_srli_epi16(ql, 4), mask4);
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi16(qh2, 2 * k), mask2);
+        const __m512i codes = _mm512_or_si512(low, _mm512_slli_epi16(high, 4));
+        const __m512i scale = spread(scales, kScaleIndex.sub16[2 * h + k / 2]);
+        for (int r = 0; r < R; ++r)
+          acc[r] =
+              _mm512_dpwssd_epi32(acc[r], _mm512_maddubs_epi16(codes, load64(a[r][b].qs + 128 * h + 32 * k)), scale);
+      }
+    }
+    Halves<R> hv = halves<R>(acc);
+    for (int r = 0; r < R; ++r)
+      hv.v[r] = _mm256_sub_epi32(hv.v[r], _mm256_slli_epi32(_mm256_madd_epi16(scales16, load(a[r][b].bsums)), 5));
+    fold<R>(sum, hv.v, w[b].d, a, b);
   }
   for (int r = 0; r < R; ++r) out[r] = sum[r];
 }
@@ -229,8 +271,9 @@ void dot_iq4_xs(const g::BlockIQ4_XS* w, const g::BlockQ8_K* const* a, int64_t n
 
 loom_gguf::KQuantKernels avx512_kquant_kernels() {
   return loom_gguf::KQuantKernels{
-      tile<g::BlockQ2_K, &dot_q2_k<kRows>, &dot_q2_k<1>>, tile<g::BlockQ3_K, &dot_q3_k<kRows>, &dot_q3_k<1>>,
-      tile<g::BlockQ5_K, &dot_q5_k<kRows>, &dot_q5_k<1>>, tile<g::BlockIQ4_XS, &dot_iq4_xs<kRows>, &dot_iq4_xs<1>>};
+      tile<g::BlockQ2_K, &dot_q2_k<kRows>, &dot_q2_k<1>>,     tile<g::BlockQ3_K, &dot_q3_k<kRows>, &dot_q3_k<1>>,
+      tile<g::BlockQ4_K, &dot_q4_q5_k<g::BlockQ4_K, kRows>, &dot_q4_q5_k<g::BlockQ4_K, 1>>,     tile<g::BlockQ5_K, &dot_q4_q5_k<g::BlockQ5_K, kRows>, &dot_q4_q5_k<g::BlockQ5_K, 1>>,
+      tile<g::BlockQ6_K, &dot_q6_k<kRows>, &dot_q6_k<1>>,     tile<g::BlockIQ4_XS, &dot_iq4_xs<kRows>, &dot_iq4_xs<1>>};
 }
 
 #pragma GCC pop_options

@@ -32,41 +32,6 @@ float dot_q4_0(const g::BlockQ4_0* w, const g::BlockQ8_0* a, int64_t nb) {
   return sum;
 }
 
-// Per super-block: d*da * sum_j sc_j * <q_j, a_j>  -  dmin*da * sum_j m_j * sum(a_j).
-float dot_q4_k(const g::BlockQ4_K* w, const g::BlockQ8_K* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t isum = 0, msum = 0;
-    for (int j = 0; j < 8; ++j) {
-      int sc = 0, m = 0;
-      g::q4_k_scale_min(j, w[b].scales, &sc, &m);
-      const uint8_t* qs = w[b].qs + 32 * (j / 2);
-      const int shift = (j % 2) * 4;
-      int32_t s = 0;
-      for (int l = 0; l < 32; ++l) s += ((qs[l] >> shift) & 0xF) * int32_t{a[b].qs[32 * j + l]};
-      isum += sc * s;
-      msum += m * (a[b].bsums[2 * j] + a[b].bsums[2 * j + 1]);
-    }
-    sum += (f16_to_f32(w[b].d) * a[b].d) * static_cast<float>(isum) -
-           (f16_to_f32(w[b].dmin) * a[b].d) * static_cast<float>(msum);
-  }
-  return sum;
-}
-
-float dot_q6_k(const g::BlockQ6_K* w, const g::BlockQ8_K* a, int64_t nb) {
-  float sum = 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    int32_t isum = 0;
-    for (int s = 0; s < 16; ++s) {
-      int32_t p = 0;
-      for (int l = 0; l < 16; ++l) p += (g::q6_k_code(w[b], 16 * s + l) - 32) * int32_t{a[b].qs[16 * s + l]};
-      isum += int32_t{w[b].scales[s]} * p;
-    }
-    sum += (f16_to_f32(w[b].d) * a[b].d) * static_cast<float>(isum);
-  }
-  return sum;
-}
-
 template <class W, class A, float (*Dot)(const W*, const A*, int64_t), int kValues>
 void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const uint8_t* xq, int64_t xq_row_bytes, int64_t n,
           int64_t in, float* y, int64_t ys) {
@@ -82,8 +47,7 @@ void tile(const uint8_t* w, int64_t w_row_bytes, int64_t n_rows, const uint8_t* 
 Kernels portable_kernels() {
   return Kernels{&tile<g::BlockQ8_0, g::BlockQ8_0, &dot_q8_0, g::kQK>,
                  &tile<g::BlockQ4_0, g::BlockQ8_0, &dot_q4_0, g::kQK>,
-                 &tile<g::BlockQ4_K, g::BlockQ8_K, &dot_q4_k, g::kQKK>,
-                 &tile<g::BlockQ6_K, g::BlockQ8_K, &dot_q6_k, g::kQKK>, &g::quantize_q8_0, "portable",
+                 &g::quantize_q8_0, "portable",
                  portable_kquant_kernels()};
 }
 

@@ -49,13 +49,13 @@ struct Options {
   bool simd = true;  // "simd": "auto" (default) or "portable"
 };
 
-// Q2_K, Q3_K, Q5_K, IQ4_XS: the K-quant kernel set (gguf_kernels_kquant.hpp), Q8_K activations.
+// Q2_K..Q6_K, IQ4_XS: the K-quant kernel set (gguf_kernels_kquant.hpp), Q8_K activations.
 bool is_kquant(loom_dtype t) {
-  return t == LOOM_DTYPE_Q2_K || t == LOOM_DTYPE_Q3_K || t == LOOM_DTYPE_Q5_K || t == LOOM_DTYPE_IQ4_XS;
+  return t == LOOM_DTYPE_Q2_K || t == LOOM_DTYPE_Q3_K || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q5_K ||
+         t == LOOM_DTYPE_Q6_K || t == LOOM_DTYPE_IQ4_XS;
 }
 bool is_block_format(loom_dtype t) {
-  return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K ||
-         is_kquant(t) || loom_gguf::is_legacy_format(t);
+  return t == LOOM_DTYPE_Q8_0 || t == LOOM_DTYPE_Q4_0 || is_kquant(t) || loom_gguf::is_legacy_format(t);
 }
 bool is_plain(loom_dtype t) { return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16; }
 
@@ -93,7 +93,7 @@ class GgufQuantization {
       const bool vnni = loom_gguf::cpu_has_avx512_vnni();
       q4_0_x8_ = vnni ? loom_gguf::vnni_q4_0_x8_kernel() : loom_gguf::avx2_q4_0_x8_kernel();
       q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
-      // Q2_K/Q3_K/Q5_K/IQ4_XS: the AVX-512 set gives the same bits in fewer instructions.
+      // The K-quants: the AVX-512 set gives the same bits in fewer instructions.
       if (loom_gguf::cpu_has_avx512_kquant()) kernels_.kquant = loom_gguf::avx512_kquant_kernels();
       legacy_x8_ = vnni ? loom_gguf::vnni_legacy_x8_kernels() : loom_gguf::avx2_legacy_x8_kernels();
     }
@@ -299,15 +299,15 @@ class GgufQuantization {
   static Activations activations_of(loom_dtype t) {
     if (is_plain(t)) return Activations::f32;
     if (loom_gguf::legacy_takes_q8_1(t)) return Activations::q8_1;
-    return t == LOOM_DTYPE_Q4_K || t == LOOM_DTYPE_Q6_K || is_kquant(t) ? Activations::q8_k : Activations::q8_0;
+    return is_kquant(t) ? Activations::q8_k : Activations::q8_0;
   }
   // The file-layout kernel of a block format.
   loom_gguf::TileKernel tile_kernel(loom_dtype t) const {
     switch (t) {
       case LOOM_DTYPE_Q8_0: return kernels_.q8_0;
       case LOOM_DTYPE_Q4_0: return kernels_.q4_0;
-      case LOOM_DTYPE_Q4_K: return kernels_.q4_k;
-      case LOOM_DTYPE_Q6_K: return kernels_.q6_k;
+      case LOOM_DTYPE_Q4_K: return kernels_.kquant.q4_k;
+      case LOOM_DTYPE_Q6_K: return kernels_.kquant.q6_k;
       case LOOM_DTYPE_Q2_K: return kernels_.kquant.q2_k;
       case LOOM_DTYPE_Q3_K: return kernels_.kquant.q3_k;
       case LOOM_DTYPE_Q5_K: return kernels_.kquant.q5_k;
