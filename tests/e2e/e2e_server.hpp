@@ -33,6 +33,18 @@ kv_memory = "16MiB"
          "[runtime]\nthreads = 2\nseed = 7\n[logging]\nlevel = \"warn\"\n" + tables;
 }
 
+// Polls `pred` until it holds or `limit` passes. The engine publishes its counters after the step
+// that answered a request, so a test reads them only once they have caught up.
+template <class Pred>
+bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
 class LiveServer {
  public:
   explicit LiveServer(const std::string& toml) {

@@ -145,16 +145,6 @@ void hang_up(uint16_t port, const Request& r) {
   client.close();
 }
 
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::seconds limit) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
 TEST(E2eAbuse, HangUpsLeakNoRequestSequenceOrBlock) {
   // 48 blocks of 16 = 768 tokens for up to 8 requests of up to ~280 tokens: requests queue for
   // blocks and get preempted, as well as for sequence slots.

@@ -179,16 +179,6 @@ std::vector<BatchConfig> batch_configs() {
   return configs;
 }
 
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
 // Runs the 64 prompts at once against `config` and compares each with the same prompt alone.
 void expect_batch_equals_alone(const BatchConfig& config, const std::vector<Outcome>& alone) {
   SCOPED_TRACE(config.name);

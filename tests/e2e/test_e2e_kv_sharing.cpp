@@ -15,16 +15,6 @@
 namespace loom::test {
 namespace {
 
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(30)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return pred();
-}
-
 std::string paged(int block_size) {
   return "[scheduler]\nplugin = \"fcfs\"\n[cache]\nplugin = \"paged\"\nkv_memory = \"16MiB\"\nblock_size = " +
          std::to_string(block_size) + "\n";

@@ -30,16 +30,6 @@ std::string slow_model_path() {
   return path.string();
 }
 
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return pred();
-}
-
 TEST(E2eLifecycle, ClientDisconnectMidStreamFreesItsSequence) {
   LiveServer server(demo_config(R"(
 [cache]

@@ -12,16 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-template <class Pred>
-bool wait_for(Pred pred, std::chrono::seconds limit = std::chrono::seconds(20)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return pred();
-}
-
 json complete(const LiveServer& server, const json& prompt, int max_tokens) {
   const HttpResponse r = server.post("/v1/completions", {{"prompt", prompt},
                                                          {"max_tokens", max_tokens},

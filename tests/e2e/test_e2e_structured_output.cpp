@@ -209,6 +209,10 @@ TEST(E2eStructuredOutput, ForcedTokensAreEmittedWithoutAModelStep) {
   EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
   EXPECT_EQ(r["usage"]["completion_tokens"], 7);
   // Two steps: the prompt (sampling the first byte), then the six tokens sampled or forced since.
+  // The second step's counters are published after its answer went out: wait for them, then for a
+  // quiet moment in which a third step (the defect this test looks for) would have shown.
+  ASSERT_TRUE(wait_for([&] { return server.metrics().at("loom:engine_steps_total") >= 2.0; }));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const auto m = server.metrics();
   EXPECT_EQ(m.at("loom:iteration_tokens_total_count"), 2.0);
   // Both steps sampled under the grammar; its time is a part of theirs.
