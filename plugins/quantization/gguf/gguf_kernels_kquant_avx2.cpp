@@ -40,6 +40,7 @@ void dot_q2_k(const g::BlockQ2_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
     const __m256i scales = _mm256_and_si256(sc16, mask4), mins = _mm256_srli_epi16(sc16, 4);
     const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales, scales, 0x00),
@@ -72,6 +73,7 @@ void dot_q3_k(const g::BlockQ3_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i scales = q3_k_scales(w[b].scales);
     const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales, scales, 0x00),
                                     _mm256_permute2x128_si256(scales, scales, 0x11)};
@@ -109,6 +111,7 @@ void dot_q4_q5_k(const W* w, const g::BlockQ8_K* const* a, int64_t nb, float* ou
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     __m128i sc8, mn8;
     q5_k_scales_mins(w[b].scales, &sc8, &mn8);
     const __m256i scales = both_halves(sc8);
@@ -148,6 +151,7 @@ void dot_q6_k(const g::BlockQ6_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i scales = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
     const __m256i half_scales[2] = {_mm256_permute2x128_si256(scales, scales, 0x00),
                                     _mm256_permute2x128_si256(scales, scales, 0x11)};
@@ -185,6 +189,7 @@ void dot_iq4_xs(const g::BlockIQ4_XS* w, const g::BlockQ8_K* const* a, int64_t n
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i scales = both_halves(iq4_xs_scales(w[b]));
     __m256i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_si256();

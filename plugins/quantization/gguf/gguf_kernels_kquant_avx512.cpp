@@ -103,6 +103,7 @@ void dot_q2_k(const g::BlockQ2_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i sc16 = _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
     const __m512i scales = _mm512_castsi256_si512(_mm256_and_si256(sc16, mask4));
     __m512i acc[R];
@@ -135,6 +136,7 @@ void dot_q3_k(const g::BlockQ3_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i scales16 = q3_k_scales(w[b].scales);
     const __m512i scales = _mm512_castsi256_si512(scales16);
     const __m256i hm = load(w[b].hmask);
@@ -172,6 +174,7 @@ void dot_q4_q5_k(const W* w, const g::BlockQ8_K* const* a, int64_t nb, float* ou
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     __m128i sc8, mn8;
     q5_k_scales_mins(w[b].scales, &sc8, &mn8);
     const __m512i scales = _mm512_castsi128_si512(sc8);
@@ -209,6 +212,7 @@ void dot_q6_k(const g::BlockQ6_K* w, const g::BlockQ8_K* const* a, int64_t nb, f
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m256i scales16 = _mm256_cvtepi8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].scales)));
     const __m512i scales = _mm512_castsi256_si512(scales16);
     __m512i acc[R];
@@ -246,6 +250,7 @@ void dot_iq4_xs(const g::BlockIQ4_XS* w, const g::BlockQ8_K* const* a, int64_t n
   float sum[R];
   for (int r = 0; r < R; ++r) sum[r] = 0;
   for (int64_t b = 0; b < nb; ++b) {
+    prefetch_ahead(w + b);
     const __m512i scales = _mm512_castsi128_si512(iq4_xs_scales(w[b]));
     __m512i acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_si512();

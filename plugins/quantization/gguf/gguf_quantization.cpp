@@ -8,7 +8,7 @@
 //
 // linear quantizes each activation row once per call (as llama.cpp pairs them: Q8_0 blocks for
 // Q8_0/Q4_0/Q5_0/IQ4_NL weights, Q8_1 for Q4_1/Q5_1, Q8_K for the K-quants and IQ4_XS;
-// linear_group once for all its weights) into a scratch buffer the plugin
+// linear_group once for all its weights, linear_experts once for all routed rows) into a scratch buffer the plugin
 // keeps, then splits the output features into tiles across the host's threads; a tile (kTile rows, tens of KiB) stays in L2 while every
 // activation row streams past it, so each weight byte comes from memory once per call. The
 // kernels (gguf_kernels.hpp: AVX2 when the CPU has it, key "simd") give each row the same bits
@@ -167,30 +167,122 @@ class GgufQuantization {
       const Weight& w = *static_cast<const Weight*>(handles[i]);
       loom_quant::check_linear(kName, w.in_features, w.out_features, x, &y[i]);
     }
-    const Activations kind = activations_of(static_cast<const Weight*>(handles[0])->dtype);
-    for (int32_t i = 1; i < count; ++i) {
-      if (activations_of(static_cast<const Weight*>(handles[i])->dtype) != kind) {
-        for (int32_t k = 0; k < count; ++k) linear_group(&handles[k], 1, x, &y[k]);
-        return;
-      }
+    if (!one_activation_kind(handles, count)) {
+      for (int32_t k = 0; k < count; ++k) linear_group(&handles[k], 1, x, &y[k]);
+      return;
     }
-    const int64_t n = x->shape[0], in = x->shape[1];
+    const int64_t n = x->shape[0];
     if (n == 0) return;
-    const int64_t xs = x->strides[0];
-    const auto* xd = static_cast<const float*>(x->data);
-    // Work items: tiles of kTile output rows (packed: kTile / 8 groups), weight after weight.
-    group_.resize(static_cast<size_t>(count));
+    group_.clear();
+    for (int32_t i = 0; i < count; ++i)
+      group_.push_back(target(*static_cast<const Weight*>(handles[i]), static_cast<float*>(y[i].data), y[i].strides[0], 0, n));
+    multiply(*x);
+  }
+
+  // Quantization interface 1.4: a mixture-of-experts layer's expert GEMMs, rows grouped by
+  // expert. The routed rows are quantized once, and one pass of the threads takes the tiles of
+  // every expert that has rows, each tile reading only its expert's rows: in decode that is one
+  // pass for the step's few active experts instead of one per expert. A row gets linear's bits.
+  void linear_experts(void* const* handles, int32_t count, const int32_t* offsets, const loom_tensor_view* x,
+                      loom_tensor_view* y) {
+    if (handles == nullptr || offsets == nullptr || x == nullptr || y == nullptr || count <= 0 || offsets[0] != 0)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: linear_experts needs handles and offsets from 0");
+    if (offsets[count] != x->shape[0])
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: linear_experts offsets end at " +
+                                                 std::to_string(offsets[count]) + ", x has " +
+                                                 std::to_string(x->shape[0]) + " rows");
+    for (int32_t e = 0; e < count; ++e) {
+      if (offsets[e + 1] < offsets[e])
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization gguf: linear_experts offsets decrease");
+      if (handles[e] == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
+      const Weight& w = *static_cast<const Weight*>(handles[e]);
+      loom_quant::check_linear(kName, w.in_features, w.out_features, x, y);
+    }
+    auto* yd = static_cast<float*>(y->data);
+    if (!one_activation_kind(handles, count)) {
+      // Experts stored in different types (a GGUF file keeps them in one tensor, so not from a file).
+      for (int32_t e = 0; e < count; ++e) {
+        const int64_t lo = offsets[e], n = int64_t{offsets[e + 1]} - lo;
+        if (n == 0) continue;
+        loom_tensor_view xe = *x, ye = *y;
+        xe.data = const_cast<float*>(static_cast<const float*>(x->data) + lo * x->strides[0]);
+        ye.data = yd + lo * y->strides[0];
+        xe.shape[0] = ye.shape[0] = n;
+        linear_group(&handles[e], 1, &xe, &ye);
+      }
+      return;
+    }
+    group_.clear();
+    for (int32_t e = 0; e < count; ++e) {
+      const int64_t lo = offsets[e], n = int64_t{offsets[e + 1]} - lo;
+      if (n > 0)
+        group_.push_back(target(*static_cast<const Weight*>(handles[e]), yd + lo * y->strides[0], y->strides[0], lo, n));
+    }
+    if (!group_.empty()) multiply(*x);
+  }
+
+ private:
+  // The activations a weight's kernels read.
+  enum class Activations { f32, q8_0, q8_1, q8_k };
+  static Activations activations_of(loom_dtype t) {
+    if (is_plain(t)) return Activations::f32;
+    if (loom_gguf::legacy_takes_q8_1(t)) return Activations::q8_1;
+    return is_kquant(t) ? Activations::q8_k : Activations::q8_0;
+  }
+  // The file-layout kernel of a block format.
+  loom_gguf::TileKernel tile_kernel(loom_dtype t) const {
+    switch (t) {
+      case LOOM_DTYPE_Q8_0: return kernels_.q8_0;
+      case LOOM_DTYPE_Q4_0: return kernels_.q4_0;
+      case LOOM_DTYPE_Q4_K: return kernels_.kquant.q4_k;
+      case LOOM_DTYPE_Q6_K: return kernels_.kquant.q6_k;
+      case LOOM_DTYPE_Q2_K: return kernels_.kquant.q2_k;
+      case LOOM_DTYPE_Q3_K: return kernels_.kquant.q3_k;
+      case LOOM_DTYPE_Q5_K: return kernels_.kquant.q5_k;
+      case LOOM_DTYPE_IQ4_XS: return kernels_.kquant.iq4_xs;
+      case LOOM_DTYPE_Q4_1: return legacy_.q4_1;
+      case LOOM_DTYPE_Q5_0: return legacy_.q5_0;
+      case LOOM_DTYPE_Q5_1: return legacy_.q5_1;
+      case LOOM_DTYPE_IQ4_NL: return legacy_.iq4_nl;
+      default: return nullptr;  // not a block format (prepare_weight refused it)
+    }
+  }
+  // One linear of a group (or one expert): its weight, its rows [row0, row0 + rows) of x, where
+  // they go (y points at the first), and its number of tiles.
+  struct Target {
+    const Weight* w;
+    float* y;
+    int64_t ys;
+    int64_t row0, rows;
+    int64_t tiles;
+  };
+  static Target target(const Weight& w, float* y, int64_t ys, int64_t row0, int64_t rows) {
+    // Work items: tiles of kTile output rows (packed: kTile / 8 groups).
+    const int64_t tiles = w.packed.data ? ((w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows +
+                                           kTileGroups - 1) / kTileGroups
+                                        : (w.out_features + kTile - 1) / kTile;
+    return Target{&w, y, ys, row0, rows, tiles};
+  }
+  static bool one_activation_kind(void* const* handles, int32_t count) {
+    const Activations kind = activations_of(static_cast<const Weight*>(handles[0])->dtype);
+    for (int32_t i = 1; i < count; ++i)
+      if (activations_of(static_cast<const Weight*>(handles[i])->dtype) != kind) return false;
+    return true;
+  }
+
+  // group_'s targets (one activation kind, every in_features x's) over x [n, in]: the rows any
+  // target reads are quantized once, then one pass of the threads runs every target's tiles.
+  void multiply(const loom_tensor_view& x) {
+    const Activations kind = activations_of(group_[0].w->dtype);
+    const int64_t n = x.shape[0], in = x.shape[1];
+    const int64_t xs = x.strides[0];
+    const auto* xd = static_cast<const float*>(x.data);
     int64_t total = 0;
     bool any_packed = false, any_legacy = false;
-    for (int32_t i = 0; i < count; ++i) {
-      const Weight& w = *static_cast<const Weight*>(handles[i]);
-      const int64_t tiles = w.packed.data ? ((w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows +
-                                             kTileGroups - 1) / kTileGroups
-                                          : (w.out_features + kTile - 1) / kTile;
-      group_[static_cast<size_t>(i)] = Target{&w, static_cast<float*>(y[i].data), y[i].strides[0], tiles};
-      total += tiles;
-      any_packed = any_packed || (w.packed.data && !loom_gguf::is_legacy_format(w.dtype));
-      any_legacy = any_legacy || (w.packed.data && loom_gguf::is_legacy_format(w.dtype));
+    for (const Target& t : group_) {
+      total += t.tiles;
+      any_packed = any_packed || (t.w->packed.data && !loom_gguf::is_legacy_format(t.w->dtype));
+      any_legacy = any_legacy || (t.w->packed.data && loom_gguf::is_legacy_format(t.w->dtype));
     }
     // Calls run(target, first tile, end tile) over the group's tiles [begin, end).
     const auto for_tiles = [&](int64_t begin, int64_t end, auto&& run) {
@@ -209,7 +301,7 @@ class GgufQuantization {
           for (int64_t tile = t0; tile < t1; ++tile) {
             const int64_t o0 = tile * kTile;
             loom_gguf::plain_tile(w.dtype, w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, w.out_features - o0),
-                                  xd, xs, n, in, t.y + o0, t.ys);
+                                  xd + t.row0 * xs, xs, t.rows, in, t.y + o0, t.ys);
           }
         });
       });
@@ -240,9 +332,9 @@ class GgufQuantization {
     } else {
       host_.parallel_for(n, quantize_rows);
     }
+    const int64_t nb = in / g::kQK;  // 32-value activation blocks per row (the x8 kernels' side tables)
     loom_gguf::ActivationBlockInfo info{nullptr, nullptr};
     if (any_packed) {
-      const int64_t nb = in / g::kQK;
       if (xd_.size() < static_cast<size_t>(n * nb)) {
         xd_.resize(static_cast<size_t>(n * nb));
         xoff_.resize(static_cast<size_t>(n * nb));
@@ -252,80 +344,51 @@ class GgufQuantization {
     }
     loom_gguf::LegacyActivationInfo legacy_info{nullptr, nullptr, nullptr};
     if (any_legacy) {
-      const size_t blocks = static_cast<size_t>(n * (in / g::kQK));
+      const auto blocks = static_cast<size_t>(n * nb);
       if (legacy_d_.size() < blocks) {
         legacy_d_.resize(blocks);
         legacy_s_.resize(blocks);
         legacy_off_.resize(blocks);
       }
       legacy_info = loom_gguf::LegacyActivationInfo{legacy_d_.data(), legacy_s_.data(), legacy_off_.data()};
-      loom_gguf::legacy_activation_info(q8_1, xq, xq_row_bytes, n, in / g::kQK, legacy_info);
+      loom_gguf::legacy_activation_info(q8_1, xq, xq_row_bytes, n, nb, legacy_info);
     }
 
     host_.parallel_for(total, [&](int64_t begin, int64_t end) {
       for_tiles(begin, end, [&](const Target& t, int64_t t0, int64_t t1) {
         const Weight& w = *t.w;
+        const uint8_t* txq = xq + t.row0 * xq_row_bytes;  // this target's first row, and its side tables
+        const int64_t side = t.row0 * nb;
         if (w.packed.data && loom_gguf::is_legacy_format(w.dtype)) {
           const loom_gguf::LegacyPackedKernel packed_kernel = legacy_x8_.of(w.dtype);
+          const loom_gguf::LegacyActivationInfo rows{legacy_info.d + side, legacy_info.s + side,
+                                                     legacy_info.offset + side};
           const int64_t n_groups = (w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
           for (int64_t tile = t0; tile < t1; ++tile) {
             const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
-            packed_kernel(w.packed, g0, g1, xq, xq_row_bytes, legacy_info, n, t.y + g0 * loom_gguf::kGroupRows, t.ys);
+            packed_kernel(w.packed, g0, g1, txq, xq_row_bytes, rows, t.rows, t.y + g0 * loom_gguf::kGroupRows, t.ys);
           }
           return;
         }
         if (w.packed.data) {
           const loom_gguf::PackedKernel packed_kernel = w.dtype == LOOM_DTYPE_Q4_0 ? q4_0_x8_ : q8_0_x8_;
+          const loom_gguf::ActivationBlockInfo rows{info.d + side, info.offset + side};
           const int64_t n_groups = (w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
           for (int64_t tile = t0; tile < t1; ++tile) {
             const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
-            packed_kernel(w.packed, g0, g1, xq, xq_row_bytes, info, n, t.y + g0 * loom_gguf::kGroupRows, t.ys);
+            packed_kernel(w.packed, g0, g1, txq, xq_row_bytes, rows, t.rows, t.y + g0 * loom_gguf::kGroupRows, t.ys);
           }
           return;
         }
         const loom_gguf::TileKernel kernel = tile_kernel(w.dtype);
         for (int64_t tile = t0; tile < t1; ++tile) {
           const int64_t o0 = tile * kTile;
-          kernel(w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, w.out_features - o0), xq, xq_row_bytes, n,
-                 in, t.y + o0, t.ys);
+          kernel(w.data + o0 * w.row_bytes, w.row_bytes, std::min(kTile, w.out_features - o0), txq, xq_row_bytes,
+                 t.rows, in, t.y + o0, t.ys);
         }
       });
     });
   }
-
- private:
-  // The activations a weight's kernels read.
-  enum class Activations { f32, q8_0, q8_1, q8_k };
-  static Activations activations_of(loom_dtype t) {
-    if (is_plain(t)) return Activations::f32;
-    if (loom_gguf::legacy_takes_q8_1(t)) return Activations::q8_1;
-    return is_kquant(t) ? Activations::q8_k : Activations::q8_0;
-  }
-  // The file-layout kernel of a block format.
-  loom_gguf::TileKernel tile_kernel(loom_dtype t) const {
-    switch (t) {
-      case LOOM_DTYPE_Q8_0: return kernels_.q8_0;
-      case LOOM_DTYPE_Q4_0: return kernels_.q4_0;
-      case LOOM_DTYPE_Q4_K: return kernels_.kquant.q4_k;
-      case LOOM_DTYPE_Q6_K: return kernels_.kquant.q6_k;
-      case LOOM_DTYPE_Q2_K: return kernels_.kquant.q2_k;
-      case LOOM_DTYPE_Q3_K: return kernels_.kquant.q3_k;
-      case LOOM_DTYPE_Q5_K: return kernels_.kquant.q5_k;
-      case LOOM_DTYPE_IQ4_XS: return kernels_.kquant.iq4_xs;
-      case LOOM_DTYPE_Q4_1: return legacy_.q4_1;
-      case LOOM_DTYPE_Q5_0: return legacy_.q5_0;
-      case LOOM_DTYPE_Q5_1: return legacy_.q5_1;
-      case LOOM_DTYPE_IQ4_NL: return legacy_.iq4_nl;
-      default: return nullptr;  // not a block format (prepare_weight refused it)
-    }
-  }
-  // One linear of a group: its weight, output and number of tiles.
-  struct Target {
-    const Weight* w;
-    float* y;
-    int64_t ys;
-    int64_t tiles;
-  };
   static constexpr int64_t kTileGroups = kTile / loom_gguf::kGroupRows;
 
   loom::sdk::Host host_;
