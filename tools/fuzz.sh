@@ -9,7 +9,7 @@ build="${LOOM_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(openai_request grammar tokenizer model_files jinja)
+[ ${#targets[@]} -gt 0 ] || targets=(openai_request grammar tokenizer model_files jinja http)
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
   -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DLOOM_FUZZ=ON -DLOOM_CUDA=OFF >/dev/null
