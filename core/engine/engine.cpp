@@ -268,19 +268,19 @@ void Engine::drain_inbox() {
   }
 }
 
-RequestState& Engine::admit(std::unique_ptr<RequestState> req) {
+RequestState* Engine::admit(std::unique_ptr<RequestState> req) {
   const uint64_t id = req->id;
   groups_[req->group].push_back(id);
-  auto& slot = requests_[id];
-  slot = std::move(req);
-  if (slot->sampling.grammar) slot->constraint = constraints_.start(slot->sampling.grammar);
-  metrics_.on_arrival(id, slot->arrival_time_us, slot->priority, slot->slo);
+  RequestState* state = (requests_[id] = std::move(req)).get();
+  if (state->sampling.grammar) state->constraint = constraints_.start(state->sampling.grammar);
+  metrics_.on_arrival(id, state->arrival_time_us, state->priority, state->slo);
   try {
-    stack_->scheduler_add(slot->view());
+    stack_->scheduler_add(state->view());
   } catch (const std::exception& e) {
-    finish(*slot, FinishReason::kError, e.what());
+    finish(*state, FinishReason::kError, e.what());  // erases it from requests_: state dangles
+    return nullptr;
   }
-  return *slot;
+  return state;
 }
 
 // schedule -> execute -> update.
@@ -484,10 +484,10 @@ void Engine::fork_choices(RequestState& parent, std::span<const float> row, int6
       LOOM_LOG_DEBUG("request {}: no KV room to fork choice {}; it recomputes its prompt", parent.group, i);
     }
     child->prompt_logprobs = parent.prompt_logprobs;
-    RequestState& admitted = admit(std::move(child));
-    if (requests_.count(child_id) == 0) continue;  // refused by the scheduler (finished with an error)
+    RequestState* admitted = admit(std::move(child));
+    if (admitted == nullptr) continue;  // refused by the scheduler (finished with an error)
     metrics_.on_scheduled(child_id, schedule_us);
-    sample_into(admitted, row, sampled_us);
+    sample_into(*admitted, row, sampled_us);
   }
 }
 

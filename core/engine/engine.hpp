@@ -83,8 +83,9 @@ class Engine final : public EngineInterface {
   // sampling its own first token from the same row.
   void fork_choices(RequestState& parent, std::span<const float> row, int64_t schedule_us,
                     int64_t sampled_us);
-  // Registers a request on the engine thread and hands it to the scheduler.
-  RequestState& admit(std::unique_ptr<RequestState> req);
+  // Registers a request on the engine thread and hands it to the scheduler; nullptr when the
+  // scheduler refused it (it is finished with an error and already gone).
+  RequestState* admit(std::unique_ptr<RequestState> req);
   void publish_stats();
   // The request left the queue (first scheduled, or finished before): admission's load drops.
   void leave_queue(RequestState& req);

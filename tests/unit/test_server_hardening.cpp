@@ -190,9 +190,15 @@ TEST_F(ServerHardening, ClientThatNeverReadsAWholeReplyIsCutAfterWriteTimeout) {
 // Row 5: with no descriptor left, accept backs off instead of spinning, logs at most a line or
 // two, and serves again once descriptors are free.
 TEST_F(ServerHardening, AcceptOutOfDescriptorsBacksOffAndLogsLittle) {
-  start(options());
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' runtime needs descriptors of its own: with none left, UBSan's dynamic-type
+  // check cannot read the process's memory map and reports every virtual call as a bad vptr.
+  GTEST_SKIP() << "needs every file descriptor; not run under the sanitizers (the Release suite runs it)";
+#endif
+  // spdlog's sink list is not guarded: it is changed only while no server thread can log.
   auto sink = std::make_shared<CountingSink>("accept failed");
   logger().sinks().push_back(sink);
+  start(options());
   boost::asio::io_context io;
   std::vector<boost::asio::ip::tcp::socket> waiting;
   rlimit old{};
@@ -211,13 +217,16 @@ TEST_F(ServerHardening, AcceptOutOfDescriptorsBacksOffAndLogsLittle) {
   setrlimit(RLIMIT_NOFILE, &old);
   const int lines = sink->count.load();
   const int64_t failures = listener_->accept_failures();
-  logger().sinks().pop_back();
   EXPECT_GE(lines, 1);
   EXPECT_LE(lines, 2);
   EXPECT_LE(failures, 40);  // without back-off: hundreds of thousands in 1.5 s
   EXPECT_TRUE(eventually([&] { return listener_->connections() >= 8; }));
-  HttpTestClient later(listener_->port());
-  EXPECT_EQ(later.get("/echo").status, 200u);
+  {
+    HttpTestClient later(listener_->port());
+    EXPECT_EQ(later.get("/echo").status, 200u);
+  }
+  listener_.reset();
+  logger().sinks().pop_back();
 }
 
 }  // namespace
