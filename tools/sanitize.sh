@@ -11,6 +11,9 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${LOOM_BUILD_DIR:-$root/build-asan}"
 jobs="${LOOM_JOBS:-$(nproc)}"
 labels="${LOOM_SANITIZE_LABELS:-unit|conformance|abi}"
+# shellcheck source=tools/build-env.sh
+. "$root/tools/build-env.sh"
+need_packages "${loom_build_packages[@]}"
 # -O1: the tests run several times faster than at -O0 and ASan still sees every access;
 # asserts stay on (no NDEBUG), which is more checking, not less.
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Sanitize \

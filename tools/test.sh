@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test (unit, conformance, ABI, end-to-end; GPU tests skip
-# without a device). Exits non-zero when a test fails or when no test ran.
+# without a device), then the hardening checks: every libFuzzer target for a short fixed budget
+# (clang build in build-fuzz) and the unit/conformance/ABI tests under ASan + UBSan (build-asan).
+# LOOM_HARDENING=0 runs the first part only. Exits non-zero when a test fails or when no test ran.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${LOOM_BUILD_DIR:-$root/build}"
@@ -18,3 +20,7 @@ fi
 "$root/tools/clients/setup-clients.sh" ||
   echo "test.sh: could not install the openai SDK from PyPI; clients_openai_sdk will be skipped"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" --timeout 600 "$@"
+if [ "${LOOM_HARDENING:-1}" != 0 ]; then
+  "$root/tools/fuzz.sh" --smoke
+  "$root/tools/sanitize.sh"
+fi
