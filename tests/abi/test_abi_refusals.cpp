@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/common/log_sinks.hpp"
 #include "core/common/logging.hpp"
 #include "core/common/thread_pool.hpp"
 #include "core/plugin/plugin_host.hpp"
@@ -170,9 +171,9 @@ TEST_F(AbiRefusals, HostKeepsWorkingAfterRefusals) {
   // Plugins log through the host's logger, prefixed with kind and name.
   std::ostringstream log;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  logger().sinks().push_back(sink);
+  add_log_sink(sink);
   auto good = create(spec_of("good"));
-  logger().sinks().pop_back();
+  remove_log_sink(sink);
   EXPECT_CONTAINS(log.str(), "[scheduler/good] test scheduler 'good' created");
 
   ASSERT_NE(good, nullptr);

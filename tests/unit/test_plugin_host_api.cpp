@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "core/common/log_sinks.hpp"
 #include "core/common/logging.hpp"
 #include "core/plugin/host_api.hpp"
 #include "loom/sdk_core.hpp"
@@ -33,13 +34,13 @@ TEST(HostApi, LogGoesToTheProcessLoggerWithThePrefix) {
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
   sink->set_pattern("%l %v");
-  logger().sinks().push_back(sink);
+  add_log_sink(sink);
   const auto old_level = logger().level();
   logger().set_level(spdlog::level::debug);
   host.api()->log(host.api()->host_ctx, LOOM_LOG_WARN, "store full");
   host.api()->log(host.api()->host_ctx, LOOM_LOG_DEBUG, nullptr);
   logger().set_level(old_level);
-  logger().sinks().pop_back();
+  remove_log_sink(sink);
   EXPECT_EQ(out.str(),
             "warning [semantic_cache/exact] store full\ndebug [semantic_cache/exact] \n");
 }

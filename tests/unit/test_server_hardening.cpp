@@ -12,6 +12,7 @@
 #include <spdlog/sinks/base_sink.h>
 #include <thread>
 
+#include "core/common/log_sinks.hpp"
 #include "core/common/logging.hpp"
 #include "core/server/http_listener.hpp"
 #include "tests/unit/http_test_client.hpp"
@@ -195,9 +196,8 @@ TEST_F(ServerHardening, AcceptOutOfDescriptorsBacksOffAndLogsLittle) {
   // check cannot read the process's memory map and reports every virtual call as a bad vptr.
   GTEST_SKIP() << "needs every file descriptor; not run under the sanitizers (the Release suite runs it)";
 #endif
-  // spdlog's sink list is not guarded: it is changed only while no server thread can log.
   auto sink = std::make_shared<CountingSink>("accept failed");
-  logger().sinks().push_back(sink);
+  add_log_sink(sink);
   start(options());
   boost::asio::io_context io;
   std::vector<boost::asio::ip::tcp::socket> waiting;
@@ -225,8 +225,7 @@ TEST_F(ServerHardening, AcceptOutOfDescriptorsBacksOffAndLogsLittle) {
     HttpTestClient later(listener_->port());
     EXPECT_EQ(later.get("/echo").status, 200u);
   }
-  listener_.reset();
-  logger().sinks().pop_back();
+  remove_log_sink(sink);
 }
 
 }  // namespace

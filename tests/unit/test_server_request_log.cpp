@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "core/common/log_sinks.hpp"
 #include "core/common/logging.hpp"
 #include "core/server/http_server.hpp"
 #include "tests/unit/fake_engine.hpp"
@@ -22,7 +23,7 @@ TEST(ServerRequestLog, UserIsWrittenInTheRequestLogLine) {
 
   std::ostringstream log;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(log);
-  logger().sinks().push_back(sink);
+  add_log_sink(sink);
   const auto level = logger().level();
   logger().set_level(spdlog::level::info);
   EXPECT_EQ(client.post("/v1/completions", R"({"prompt": "a", "user": "alice-42"})").status, 200u);
@@ -32,7 +33,7 @@ TEST(ServerRequestLog, UserIsWrittenInTheRequestLogLine) {
             200u);
   EXPECT_EQ(client.post("/v1/completions", R"({"prompt": "a"})").status, 200u);
   logger().flush();
-  logger().sinks().pop_back();
+  remove_log_sink(sink);
   logger().set_level(level);
 
   std::vector<std::string> lines;
