@@ -105,7 +105,8 @@ def main():
     ap.add_argument("--port", type=int, default=18650)
     ap.add_argument("--threads", type=int, default=os.cpu_count())
     a = ap.parse_args()
-    model = a.model or os.path.join(a.build, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
+    a.build = os.path.abspath(a.build)  # the config is written elsewhere; its paths must not be relative
+    model = os.path.abspath(a.model) if a.model else os.path.join(a.build, "models", "SmolLM2-135M-Instruct.Q4_1.gguf")
     if not os.path.exists(model):
         model = os.path.join(ROOT, "tests", "data", "stories260K.gguf")
     with tempfile.TemporaryDirectory() as tmp:
@@ -125,7 +126,10 @@ def main():
                     break
                 except Exception:  # noqa: BLE001 - not up yet
                     if server.poll() is not None:
-                        sys.exit("grammar_overhead: the server exited; see its log")
+                        log.flush()
+                        with open(log.name) as f:
+                            sys.stderr.write(f.read()[-4000:])
+                        sys.exit(f"grammar_overhead: the server exited with status {server.returncode}")
                     time.sleep(0.2)
             post(a.port, {"messages": [{"role": "user", "content": "Hi"}], "max_tokens": 4})  # warm-up
             print(f"model: {os.path.basename(model)}, {a.requests} requests of up to 96 tokens per row, "
