@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs every test (unit, conformance, ABI, end-to-end; GPU tests skip
-# without a device), then every libFuzzer target for a short fixed budget (clang build in
-# build-fuzz). LOOM_HARDENING=0 skips the fuzzing; LOOM_HARDENING=2 also runs the unit, conformance
-# and ABI tests under ASan + UBSan (tools/sanitize.sh, build-asan: a second full build, so not
-# the default until its cached build is seen to fit CI's time). Exits non-zero when a test fails
-# or when no test ran.
+# without a device), then the hardening checks: every libFuzzer target for a short fixed budget
+# (clang build in build-fuzz) and the unit, conformance and ABI tests under ASan + UBSan
+# (tools/sanitize.sh, build-asan). LOOM_HARDENING=1 stops after the fuzzing, LOOM_HARDENING=0
+# skips both. Exits non-zero when a test fails or when no test ran.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${LOOM_BUILD_DIR:-$root/build}"
@@ -22,7 +21,7 @@ fi
 "$root/tools/clients/setup-clients.sh" ||
   echo "test.sh: could not install the openai SDK from PyPI; clients_openai_sdk will be skipped"
 ctest --test-dir "$build" --output-on-failure --no-tests=error -j "$(nproc)" --timeout 600 "$@"
-hardening="${LOOM_HARDENING:-1}"
+hardening="${LOOM_HARDENING:-2}"
 [ "$hardening" -ge 1 ] && "$root/tools/fuzz.sh" --smoke
 [ "$hardening" -ge 2 ] && "$root/tools/sanitize.sh"
 exit 0
