@@ -20,7 +20,9 @@ const std::vector<std::pair<std::string, std::string>>& plugin_keys(const std::s
       {"suffix_decoding_max_tree_depth", "max_depth"},
       {"suffix_decoding_min_token_prob", "min_token_prob"},
       {"suffix_decoding_max_cached_requests", "max_cached_requests"}};
-  return method == "ngram" ? ngram : suffix;
+  static const std::vector<std::pair<std::string, std::string>> draft = {{"model", "model"},
+                                                                        {"quantization", "quantization"}};
+  return method == "ngram" ? ngram : method == "suffix" ? suffix : draft;
 }
 
 }  // namespace
@@ -30,11 +32,14 @@ void apply_speculative_config(Config& config, std::string_view json) {
   const auto j = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) throw Error(what + "expected a JSON object, got " + std::string(json));
   const auto m = j.find("method");
-  if (m == j.end() || !m->is_string()) throw Error(what + "\"method\" is required: \"ngram\" or \"suffix\"");
-  const std::string method = m->get<std::string>();
-  if (method != "ngram" && method != "suffix")
-    throw Error(what + "method \"" + method + "\" has no speculator here (valid: ngram, suffix)");
-  PluginTable table{method};
+  // As vLLM: a "model" without a method is a draft model.
+  if ((m == j.end() && !j.contains("model")) || (m != j.end() && !m->is_string()))
+    throw Error(what + "\"method\" is required: \"ngram\", \"suffix\" or \"draft_model\" (or a \"model\")");
+  std::string method = m == j.end() ? "draft_model" : m->get<std::string>();
+  if (method == "draft") method = "draft_model";
+  if (method != "ngram" && method != "suffix" && method != "draft_model")
+    throw Error(what + "method \"" + method + "\" has no speculator here (valid: ngram, suffix, draft_model)");
+  PluginTable table{method == "draft_model" ? "draft" : method};
   SpeculationConfig spec = config.speculation;
   std::vector<std::string> problems;
   for (const auto& [key, value] : j.items()) {

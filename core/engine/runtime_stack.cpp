@@ -21,6 +21,7 @@
 #include "loom/sdk_core.hpp"
 #include "loom/sdk_kv_quant.hpp"
 #include "core/engine/speculation.hpp"
+#include "core/engine/draft_model_service.hpp"
 #include "loom/semantic_cache.h"
 
 namespace loom {
@@ -348,7 +349,11 @@ void RuntimeStack::distribution(std::span<const float> logits, const SamplingPar
 }
 
 std::unique_ptr<LoadedPlugin> RuntimeStack::create_speculator(const Config& config) {
-  return loom::create_speculator(*host_, config, tokenizer->vocab_size(), max_model_len);
+  if (!config.speculator) return nullptr;
+  draft_models_ = std::make_unique<DraftModelService>(*host_, *threads_, *tokenizer,
+                                                      spec_of(LOOM_KIND_ATTENTION, config.attention),
+                                                      sdk::kv::dtype_from_name(config.kv_dtype.c_str()));
+  return loom::create_speculator(*host_, config, tokenizer->vocab_size(), max_model_len, draft_models_->api());
 }
 
 void RuntimeStack::release(uint64_t request_id) {

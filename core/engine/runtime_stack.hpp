@@ -35,6 +35,8 @@
 
 namespace loom {
 
+class DraftModelService;
+
 // The plugins a forward pass calls: attention, created for the model's heads and the KV pool's
 // dtype and block size, then quantization, both on the CPU. The engine's stack and
 // loom-bench-model both run the executor over these. quantization is destroyed first (reverse
@@ -83,7 +85,8 @@ class RuntimeStack {
   int32_t sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
   // The distribution sample() draws from, dense [vocab] (speculative sampling's target).
   void distribution(std::span<const float> logits, const SamplingParams& params, std::vector<double>& probs);
-  // The [speculator] plugin, created for this model; null without the table.
+  // The [speculator] plugin, created for this model with the host's draft models (speculator
+  // interface 1.1, served by this stack, which must outlive the plugin); null without the table.
   std::unique_ptr<LoadedPlugin> create_speculator(const Config& config);
   // Rejected drafts' rollback: the sequence keeps its first num_tokens tokens' blocks (a cache
   // older than interface 1.3 keeps them all; the next append reuses them).
@@ -138,6 +141,7 @@ class RuntimeStack {
   std::unique_ptr<StepScheduler> step_scheduler_;  // over the three handles above
   std::unique_ptr<LoadedPlugin> semantic_cache_;
   std::unique_ptr<BatchBuilder> batch_builder_;
+  std::unique_ptr<DraftModelService> draft_models_;  // made with the speculator; its models go first
   StepPlan plan_;
   BuiltBatch batch_;
   Sampler sampler_;

@@ -10,7 +10,7 @@
 namespace loom {
 
 std::unique_ptr<LoadedPlugin> create_speculator(PluginHost& host, const Config& config, int32_t vocab_size,
-                                                int32_t max_model_len) {
+                                                int32_t max_model_len, const loom_draft_model_api* draft_models) {
   if (!config.speculator) return nullptr;
   PluginSpec spec;
   spec.kind = LOOM_KIND_SPECULATOR;
@@ -22,6 +22,7 @@ std::unique_ptr<LoadedPlugin> create_speculator(PluginHost& host, const Config& 
   args.vocab_size = vocab_size;
   args.max_model_len = max_model_len;
   args.num_speculative_tokens = config.speculation.num_speculative_tokens;
+  args.draft_models = draft_models;
   return host.create(spec, &args);
 }
 

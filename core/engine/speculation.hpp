@@ -98,9 +98,9 @@ class Speculation {
   std::vector<uint64_t> scheduled_;  // fit_to_plan scratch
 };
 
-// A [speculator] table's plugin, created for the model's vocabulary and context length; null
-// without one.
+// A [speculator] table's plugin, created for the model's vocabulary and context length and given
+// the host's draft models (may be null); null without the table.
 std::unique_ptr<LoadedPlugin> create_speculator(PluginHost& host, const Config& config, int32_t vocab_size,
-                                                int32_t max_model_len);
+                                                int32_t max_model_len, const loom_draft_model_api* draft_models);
 
 }  // namespace loom

@@ -79,7 +79,8 @@ const std::vector<KindInfo>& all_kinds() {
        }},
       {LOOM_KIND_SPECULATOR, "speculator", LOOM_SPECULATOR_IFACE_MAJOR, LOOM_SPECULATOR_IFACE_MINOR,
        {
-           {0, sizeof(loom_speculator_vtable), sizeof(loom_speculator_create_args)},
+           {0, sizeof(loom_speculator_vtable), offsetof(loom_speculator_create_args, draft_models)},
+           {1, sizeof(loom_speculator_vtable), sizeof(loom_speculator_create_args)},  // + draft_models
        }},
   };
   return kinds;

@@ -68,8 +68,15 @@ TEST(ConfigSpeculator, VllmSpeculativeConfigFlag) {
     apply_speculative_config(c, R"({"method": "eagle3"})");
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_STREQ(e.what(), "--speculative-config: method \"eagle3\" has no speculator here (valid: ngram, suffix)");
+    EXPECT_STREQ(e.what(),
+                 "--speculative-config: method \"eagle3\" has no speculator here (valid: ngram, suffix, draft_model)");
   }
+  // A draft model, as vLLM spells it: with the method, or a "model" alone.
+  apply_speculative_config(c, R"({"method": "draft_model", "model": "d.gguf", "num_speculative_tokens": 4})");
+  EXPECT_EQ(*c.speculator, (PluginTable{"draft", "", R"({"model":"d.gguf"})"}));
+  EXPECT_EQ(c.speculation.num_speculative_tokens, 4);
+  apply_speculative_config(c, R"({"model": "e.gguf", "quantization": "int8"})");
+  EXPECT_EQ(*c.speculator, (PluginTable{"draft", "", R"({"model":"e.gguf","quantization":"int8"})"}));
   try {
     apply_speculative_config(c, R"({"method": "ngram", "num_speculative_tokens": 0, "prompt_lookup_maxx": 4})");
     ADD_FAILURE() << "accepted";

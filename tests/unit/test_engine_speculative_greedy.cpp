@@ -1,8 +1,9 @@
-// Speculative decoding is lossless for greedy requests: with each in-tree speculator and several
-// k, 50 prompts give byte for byte the token ids and text they give without a speculator, each
-// alone and 16 at a time, on the demo model (stories260K, f32 CPU path). The drafts must actually
-// be accepted (a test that speculates nothing proves nothing), the paged cache checks its
-// invariants after every change, and every block is back when the engine stops.
+// Speculative decoding is lossless for greedy requests: with each in-tree speculator (the draft
+// model as a quantized copy of the target) and several k, 50 prompts give byte for byte the token
+// ids and text they give without a speculator, each alone and 16 at a time, on the demo model
+// (stories260K, f32 CPU path). The drafts must actually be accepted (a test that speculates
+// nothing proves nothing), the paged cache checks its invariants after every change, and every
+// block is back when the engine stops.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -124,6 +125,11 @@ std::string table(const std::string& plugin, int k, const std::string& extra = "
          "\nadaptive = false\n" + extra;
 }
 
+// The draft speculator's keys: the demo model again, quantized to int8 as it loads.
+std::string draft_keys() {
+  return "model = \"" + std::string(LOOM_TEST_DATA) + "/stories260K.gguf\"\nquantization = \"int8\"\n";
+}
+
 struct SpecCase {
   std::string name;
   std::string table;  // the [speculator] table
@@ -205,6 +211,11 @@ std::vector<SpecCase> cases() {
       {"suffix_k4_concurrent16", table("suffix", 4, "min_token_prob = 0.0\n"), 16},
       {"suffix_k6_concurrent16", table("suffix", 6), 16},
       {"ngram_adaptive_concurrent16", "[speculator]\nplugin = \"ngram\"\n", 16},
+      // The draft is a quantized copy of the target (int8 weights): close enough to be
+      // accepted often, different enough to be rejected too.
+      {"draft_int8_k3_alone", table("draft", 3, draft_keys()), 1},
+      {"draft_int8_k2_concurrent16", table("draft", 2, draft_keys()), 16},
+      {"draft_int8_k5_concurrent16", table("draft", 5, draft_keys()), 16},
   };
 #ifdef LOOM_CACHE_1_2_PLUGIN
   all.push_back({"ngram_k4_cache_1_2_without_trim", table("ngram", 4), 16, LOOM_CACHE_1_2_PLUGIN});

@@ -58,7 +58,10 @@ TEST(PluginKind, HostSizesAndVersions) {
   EXPECT_EQ(info.version(2).create_args_size, sizeof(loom_cache_create_args));
   EXPECT_EQ(info.version(3).vtable_size, offsetof(loom_cache_vtable, take_evicted));
   EXPECT_EQ(info.version(4).vtable_size, sizeof(loom_cache_vtable));
-  EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).version(0).create_args_size, sizeof(loom_speculator_create_args));
+  // Speculator 1.1 adds the host's draft models to the create args.
+  EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).version(0).create_args_size,
+            offsetof(loom_speculator_create_args, draft_models));
+  EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).version(1).create_args_size, sizeof(loom_speculator_create_args));
   // Cache offload 1.0 ends at usage (create args at the copy ops); 1.1 adds save_entry and the
   // fingerprint and KV layout.
   const KindInfo& offload = kind_info(LOOM_KIND_CACHE_OFFLOAD);

@@ -28,7 +28,7 @@ class @CLASS@ {
   }
 };
 )skel";
-  k.test_body = R"skel(    loom_speculator_create_args args{sizeof(loom_speculator_create_args), 32, 64, 3};
+  k.test_body = R"skel(    loom_speculator_create_args args{sizeof(loom_speculator_create_args), 32, 64, 3, nullptr};
     @CLASS@ plugin(host, args, "{}");
     const int32_t tokens[] = {5, 6, 7, 8, 5};
     int32_t drafts[3] = {0, 0, 0};

@@ -21,13 +21,48 @@ extern "C" {
 #endif
 
 #define LOOM_SPECULATOR_IFACE_MAJOR 1
-#define LOOM_SPECULATOR_IFACE_MINOR 0
+#define LOOM_SPECULATOR_IFACE_MINOR 1
+
+/* 1.1: draft models the host runs for a plugin (a second model file through the host's executor,
+ * attention and quantization plugins, with a KV pool of its own), so a speculator can propose
+ * from a small model without linking an executor. Positions of a sequence are 0, 1, ...; each
+ * forward call first keeps the sequence's positions [0, keep) (rolling back what was computed
+ * after them, rejected drafts included) and then appends its tokens. */
+typedef struct loom_draft_seq {
+  uint64_t seq_id;           /* the plugin's key, e.g. the request id */
+  int32_t keep;              /* 0 .. positions the host holds for seq_id (0 for a new one) */
+  const int32_t* token_ids;  /* [num_tokens] >= 1, appended at positions keep .. */
+  int32_t num_tokens;
+} loom_draft_seq;
+
+typedef struct loom_draft_model_api {
+  uint32_t struct_size;
+  void* ctx; /* pass back as the first argument of every call below */
+  /* Loads the model at `path` (GGUF file or Hugging Face directory; relative to the working
+   * directory) with options_json {"quantization", "attention", "kv_dtype", "kv_tokens"}, every
+   * key optional (defaults: the quantization plugin claiming its weights, the target's attention
+   * plugin and KV dtype, 16384 positions in all). Refused (LOOM_ERR_INVALID_ARGUMENT) when its
+   * tokenizer's vocabulary is not the target's token for token. */
+  loom_status (*open)(void* ctx, const char* path, const char* options_json, void** model, loom_error_buf* err);
+  /* One forward step of num_seqs sequences together: logits [num_seqs, vocab_size] of each one's
+   * last token. ok[i] = 0 where sequence i did not fit in the KV pool: it was dropped (as by
+   * release) and its logits row is unset; the others ran. */
+  loom_status (*forward)(void* ctx, void* model, const loom_draft_seq* seqs, int32_t num_seqs, float* logits,
+                         int32_t* ok, loom_error_buf* err);
+  /* Drops seq_id's positions (unknown ids are ignored). */
+  void (*release)(void* ctx, void* model, uint64_t seq_id);
+  /* Frees the model; it must not be used after. */
+  void (*close)(void* ctx, void* model);
+} loom_draft_model_api;
 
 typedef struct loom_speculator_create_args {
   uint32_t struct_size;
   int32_t vocab_size;              /* token ids are in [0, vocab_size) */
   int32_t max_model_len;           /* longest sequence the model accepts */
   int32_t num_speculative_tokens;  /* k: the most drafts the host ever asks for per request */
+  /* 1.1 (read only when struct_size covers it): the host's draft models, valid until destroy();
+   * NULL where the host runs none. */
+  const loom_draft_model_api* draft_models;
 } loom_speculator_create_args;
 
 /* One running request the host asks drafts for, and the plugin's answer. */
