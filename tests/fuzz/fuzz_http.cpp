@@ -7,6 +7,7 @@
 // not start with a status line, or a session still alive 5 s after its client left (a leak).
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -70,6 +71,22 @@ void start_listener() {
   g_listener->start();
 }
 
+// connect() that survives signals: libFuzzer's own timers (SIGALRM for -timeout) interrupt
+// blocking calls, and an interrupted connect goes on in the background, so its outcome is read
+// from SO_ERROR once the socket is writable. Returns 0 or the errno of the failure.
+int connect_once(int fd, const sockaddr_in& addr) {
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0) return 0;
+  if (errno != EINTR) return errno;
+  pollfd pending{fd, POLLOUT, 0};
+  while (::poll(&pending, 1, -1) < 0) {
+    if (errno != EINTR) return errno;
+  }
+  int error = 0;
+  socklen_t length = sizeof error;
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) != 0) return errno;
+  return error;
+}
+
 int connect_to_server() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   if (fd < 0) std::abort();
@@ -80,9 +97,11 @@ int connect_to_server() {
   // Over a thousand connections a second can still run the loopback out of ephemeral ports (the
   // abortive close below leaves no TIME_WAIT, but the server may be the one that closed first):
   // then wait for ports to come back rather than report the harness's limit as a finding.
-  for (int attempt = 0; ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0; ++attempt) {
-    if (errno != EADDRNOTAVAIL || attempt == 600) {
-      std::fprintf(stderr, "fuzz_http: connect to the listener failed: %s\n", std::strerror(errno));
+  for (int attempt = 0;; ++attempt) {
+    const int error = connect_once(fd, addr);
+    if (error == 0) break;
+    if (error != EADDRNOTAVAIL || attempt == 600) {
+      std::fprintf(stderr, "fuzz_http: connect to the listener failed: %s\n", std::strerror(error));
       std::abort();
     }
     std::this_thread::sleep_for(100ms);
@@ -111,6 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   size_t sent = 0;
   while (sent < size) {
     const ssize_t n = ::send(fd, data + sent, size - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;  // a fuzzer timer's signal, not the server
     if (n <= 0) break;
     sent += static_cast<size_t>(n);
   }
