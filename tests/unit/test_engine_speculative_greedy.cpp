@@ -6,34 +6,20 @@
 // block is back when the engine stops.
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include "core/config/config.hpp"
-#include "core/engine/engine.hpp"
-#include "core/tokenizer/tokenizer.hpp"
+#include "tests/unit/speculation_harness.hpp"
 
 namespace loom {
 namespace {
 
 constexpr int kNumPrompts = 50;
 
-struct Output {
-  std::vector<int32_t> ids;
-  std::string text;
-  std::string error;
-  int chunks = 0;
-};
-
-struct RunResult {
-  std::vector<Output> outputs;
-  EngineStats stats;
-};
+using Output = test::SpecOutput;
+using RunResult = test::SpecRun;
 
 // 50 prompts: the opening words of the held-out stories' sentences, 4 to 40 tokens.
 std::vector<std::string> prompt_texts() {
@@ -58,61 +44,17 @@ std::vector<std::string> prompt_texts() {
 }
 
 std::string config_text(const std::string& speculator, const std::string& cache_path = "") {
-  return "[model]\npath = \"" + std::string(LOOM_TEST_DATA) + "/stories260K.gguf\"\nname = \"s\"\n" +
-         "[runtime]\nthreads = 2\nseed = 7\n[logging]\nlevel = \"warn\"\n[attention]\nplugin = \"flash_cpu\"\n" +
-         "[scheduler]\nplugin = \"continuous\"\nmax_num_seqs = 16\nmax_num_batched_tokens = 256\n" +
-         "[cache]\nplugin = \"paged\"\nnum_blocks = 160\nblock_size = 16\ncheck_invariants = true\n" +
-         (cache_path.empty() ? "" : "path = \"" + cache_path + "\"\n") + speculator;
+  return test::spec_engine_config(std::string(LOOM_TEST_DATA) + "/stories260K.gguf", speculator, cache_path);
 }
 
-// Runs the prompts, `concurrency` at a time, greedy, 48 new tokens (EOS honoured).
+// Runs the prompts, `concurrency` at a time, 48 new tokens (EOS and "\n\n" honoured).
 RunResult run(const std::string& toml, int concurrency, bool opt_out = false, float temperature = 0.0f) {
-  Engine engine(parse_config(toml, "spec.toml"));
-  const std::vector<std::string> texts = prompt_texts();
-  RunResult r;
-  r.outputs.resize(texts.size());
-  std::mutex mutex;
-  std::condition_variable cv;
-  size_t done = 0, next = 0;
-  auto submit = [&](size_t i) {
-    GenerateRequest req;
-    req.prompt = engine.tokenizer().encode(texts[i], true);
-    req.sampling.temperature = temperature;
-    req.sampling.seed = 1000 + i;
-    req.sampling.max_tokens = 48;
-    req.sampling.stop = {"\n\n"};
-    req.sampling.speculative_decoding = !opt_out;
-    req.sink = [&, i](GenerationOutput&& o) {
-      std::lock_guard lock(mutex);
-      Output& out = r.outputs[i];
-      out.ids.insert(out.ids.end(), o.token_ids.begin(), o.token_ids.end());
-      out.text += o.text;
-      ++out.chunks;
-      if (o.finish) {
-        if (*o.finish == FinishReason::kError) out.error = o.error.empty() ? "error" : o.error;
-        ++done;
-        cv.notify_all();
-      }
-    };
-    engine.submit(std::move(req));
+  const auto prompts = [](const Tokenizer& tok) {
+    std::vector<std::vector<int32_t>> ids;
+    for (const std::string& text : prompt_texts()) ids.push_back(tok.encode(text, true));
+    return ids;
   };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  std::unique_lock lock(mutex);
-  while (done < texts.size() && std::chrono::steady_clock::now() < deadline) {
-    while (next < texts.size() && next - done < static_cast<size_t>(concurrency)) {
-      lock.unlock();
-      submit(next++);
-      lock.lock();
-    }
-    cv.wait_until(lock, deadline, [&] {
-      return (next < texts.size() && next - done < static_cast<size_t>(concurrency)) || done == texts.size();
-    });
-  }
-  EXPECT_EQ(done, texts.size()) << "requests never finished";
-  lock.unlock();
-  engine.shutdown();
-  r.stats = engine.stats();
-  return r;
+  return test::run_prompts(toml, prompts, {.concurrency = concurrency, .opt_out = opt_out, .temperature = temperature});
 }
 
 const RunResult& reference() {
@@ -121,8 +63,7 @@ const RunResult& reference() {
 }
 
 std::string table(const std::string& plugin, int k, const std::string& extra = "") {
-  return "[speculator]\nplugin = \"" + plugin + "\"\nnum_speculative_tokens = " + std::to_string(k) +
-         "\nadaptive = false\n" + extra;
+  return test::spec_table(plugin, k, extra);
 }
 
 // The draft speculator's keys: the demo model again, quantized to int8 as it loads.
@@ -146,12 +87,7 @@ TEST_P(GreedySpeculation, OutputIsByteIdenticalToPlainGreedy) {
   const RunResult& plain = reference();
   ASSERT_EQ(plain.outputs.size(), static_cast<size_t>(kNumPrompts));
   const RunResult spec = run(config_text(c.table, c.cache_path), c.concurrency);
-  for (size_t i = 0; i < plain.outputs.size(); ++i) {
-    ASSERT_EQ(plain.outputs[i].error, "") << "prompt " << i;
-    EXPECT_EQ(spec.outputs[i].error, "") << "prompt " << i;
-    EXPECT_EQ(spec.outputs[i].ids, plain.outputs[i].ids) << "prompt " << i;
-    EXPECT_EQ(spec.outputs[i].text, plain.outputs[i].text) << "prompt " << i;
-  }
+  test::expect_same_outputs(plain, spec);
   const SpecDecodeStats& s = spec.stats.spec_decode;
   EXPECT_TRUE(s.enabled);
   EXPECT_GT(s.num_drafts, 0);
