@@ -117,6 +117,29 @@ TEST(Jinja, RuntimeErrors) {
   }
 }
 
+// Template integers are int64: what Python would compute exactly either fits, or is an error
+// (never a wrapped value, undefined behaviour, a trap, or a loop as long as the exponent).
+TEST(Jinja, IntegersNeverOverflow) {
+  const Case fits[] = {
+      {"{{ 2 ** 62 }}|{{ (-2) ** 63 }}|{{ (-1) ** 4444444444444 }}|{{ 0 ** 4444444444444 }}", "{}",
+       "4611686018427387904|-9223372036854775808|1|0"},
+      {"{{ 9223372036854775806 + 1 }}|{{ -9223372036854775807 - 1 }}|{{ 3037000499 * 3037000499 }}", "{}",
+       "9223372036854775807|-9223372036854775808|9223372030926249001"},
+      {"{{ (-9223372036854775807 - 1) % -1 }}|{{ (-9223372036854775807 - 1) is divisibleby(-1) }}", "{}", "0|True"},
+      {"{{ range(9223372036854775806, 9223372036854775807, 10) | list }}", "{}", "[9223372036854775806]"},
+      {"{{ [1, 2, 3][1:9223372036854775807:9223372036854775807] }}|{{ '' * 4444444444444 }}|", "{}", "[2]||"},
+  };
+  for (const Case& c : fits) EXPECT_EQ(render(c.source, c.vars), c.expected) << c.source;
+  const char* overflow[] = {
+      "{{ 444444444 ** 4444444444444 }}", "{{ 2 ** 63 }}", "{{ 9223372036854775807 + 1 }}",
+      "{{ -9223372036854775807 - 2 }}", "{{ 4294967296 * 4294967296 }}", "{{ -(-9223372036854775807 - 1) }}",
+      "{{ (-9223372036854775807 - 1) // -1 }}", "{{ [9223372036854775807, 1] | sum }}",
+      "{{ (-9223372036854775807 - 1) | abs }}", "{{ 'ab' * 1000000000000 }}", "{{ [1] * 2000000 }}",
+      "{{ 'x' | indent(100000000000) }}", "{{ 'x' | indent(-1) }}",
+  };
+  for (const char* source : overflow) EXPECT_THROW(render(source), Error) << source;
+}
+
 TEST(ChatTemplate, RaiseExceptionCarriesTheMessage) {
   const ChatTemplate t("{{ raise_exception('No ' + messages[0].role) }}", "<s>", "</s>");
   try {

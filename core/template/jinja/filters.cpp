@@ -7,6 +7,7 @@
 
 #include "core/common/error.hpp"
 #include "core/template/jinja/builtins.hpp"
+#include "core/template/jinja/checked_int.hpp"
 
 namespace loom::jinja {
 namespace {
@@ -176,7 +177,7 @@ Value apply_filter(const std::string& name, const Value& value, const CallArgs& 
     for (const Value& item : iterate(value)) {
       if (!item.is_number() || !total.is_number()) throw Error("sum needs numbers, got " + item.type_name());
       total = item.is_float() || total.is_float() ? Value::number(total.as_float() + item.as_float())
-                                                  : Value::integer(total.as_int() + item.as_int());
+                                                  : Value::integer(checked_add(total.as_int(), item.as_int()));
     }
     return total;
   }
@@ -184,14 +185,15 @@ Value apply_filter(const std::string& name, const Value& value, const CallArgs& 
   if (name == "float") return to_float(value, args.get(0, "default"));
   if (name == "abs") {
     if (value.is_float()) return Value::number(std::fabs(value.as_float()));
-    if (value.is_number()) return Value::integer(std::llabs(value.as_int()));
+    if (value.is_number()) return Value::integer(value.as_int() < 0 ? checked_neg(value.as_int()) : value.as_int());
     throw Error("bad operand type for abs(): '" + value.type_name() + "'");
   }
   if (name == "escape" || name == "e") return Value::string(html_escape(value.str()));
   if (name == "indent") {
     const Value* width_v = args.get(0, "width");
-    const std::string pad = width_v && width_v->is_string() ? width_v->as_string()
-                                                            : std::string(width_v ? static_cast<size_t>(width_v->as_int()) : 4, ' ');
+    const int64_t width = width_v && !width_v->is_string() ? width_v->as_int() : 4;
+    if (width < 0 || width > 4096) throw Error("indent width " + std::to_string(width) + " is outside 0..4096");
+    const std::string pad = width_v && width_v->is_string() ? width_v->as_string() : std::string(static_cast<size_t>(width), ' ');
     const bool first = args.get(1, "first") && args.get(1, "first")->truthy();
     const bool blank = args.get(2, "blank") && args.get(2, "blank")->truthy();
     const std::string s = value.str();
@@ -254,7 +256,7 @@ bool apply_test(const std::string& n, const Value& v, const CallArgs& args) {
     const int64_t r = ((v.as_int() % 2) + 2) % 2;
     return n == "odd" ? r == 1 : r == 0;
   }
-  if (n == "divisibleby") return arg().as_int() != 0 && v.as_int() % arg().as_int() == 0;
+  if (n == "divisibleby") return divisible_by(v.as_int(), arg().as_int());
   if (n == "eq" || n == "equalto" || n == "==") return values_equal(v, arg());
   if (n == "ne" || n == "!=") return !values_equal(v, arg());
   if (n == "lt" || n == "<") return value_less(v, arg());

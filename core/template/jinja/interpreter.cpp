@@ -2,10 +2,13 @@
 // follows jinja2: `set` writes the current scope, every for-loop iteration and macro call has its
 // own scope (so a `set` inside a loop is gone after it, which is why templates use namespace()),
 // `if` has none.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <unordered_map>
 
 #include "core/template/jinja/builtins.hpp"
+#include "core/template/jinja/checked_int.hpp"
 #include "core/template/jinja/lexer.hpp"
 #include "core/template/jinja/parser.hpp"
 #include "core/template/jinja/template.hpp"
@@ -38,6 +41,9 @@ class Scope {
 
 constexpr int kMaxCallDepth = 256;
 
+// 'ab' * n and [..] * n build at most this many characters or items, as range() is bounded.
+constexpr uint64_t kMaxRepeatedItems = 1u << 20;
+
 Value arithmetic(const std::string& op, const Value& a, const Value& b) {
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
@@ -48,11 +54,7 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       return Value::number(a.as_float() / b.as_float());
     }
     if (op == "**") {
-      if (!is_float && b.as_int() >= 0) {
-        int64_t r = 1;
-        for (int64_t i = 0; i < b.as_int(); ++i) r *= a.as_int();
-        return Value::integer(r);
-      }
+      if (!is_float && b.as_int() >= 0) return Value::integer(checked_power(a.as_int(), b.as_int()));
       return Value::number(std::pow(a.as_float(), b.as_float()));
     }
     if (is_float) {
@@ -65,10 +67,14 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       if (op == "%") return Value::number(x - std::floor(x / y) * y);
     }
     const int64_t x = a.as_int(), y = b.as_int();
-    if (op == "+") return Value::integer(x + y);
-    if (op == "-") return Value::integer(x - y);
-    if (op == "*") return Value::integer(x * y);
+    if (op == "+") return Value::integer(checked_add(x, y));
+    if (op == "-") return Value::integer(checked_sub(x, y));
+    if (op == "*") return Value::integer(checked_mul(x, y));
     if (y == 0) throw Error("integer division or modulo by zero");
+    if (x == INT64_MIN && y == -1) {  // the one quotient int64 cannot hold (and x86 traps on)
+      if (op == "%") return Value::integer(0);
+      fail_int_overflow("//");
+    }
     const int64_t q = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);  // floor
     if (op == "//") return Value::integer(q);
     if (op == "%") return Value::integer(x - q * y);
@@ -80,9 +86,20 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
     return Value::list(std::move(items));
   }
   if (op == "*" && (a.is_string() || a.is_list()) && b.is_int()) {
-    Value out = a.is_string() ? Value::string("") : Value::list();
-    for (int64_t i = 0; i < b.as_int(); ++i) out = arithmetic("+", out, a);
-    return out;
+    const size_t unit = a.is_string() ? a.as_string().size() : a.as_list().size();
+    if (b.as_int() > 0 && unit > 0 && static_cast<uint64_t>(b.as_int()) > kMaxRepeatedItems / unit)
+      throw Error("repetition too long: " + std::to_string(b.as_int()) + " copies of " + std::to_string(unit) + " items");
+    const int64_t copies = unit == 0 ? 0 : std::max<int64_t>(b.as_int(), 0);
+    if (a.is_string()) {
+      std::string out;
+      out.reserve(unit * static_cast<size_t>(copies));
+      for (int64_t i = 0; i < copies; ++i) out += a.as_string();
+      return Value::string(std::move(out));
+    }
+    ValueList items;
+    items.reserve(unit * static_cast<size_t>(copies));
+    for (int64_t i = 0; i < copies; ++i) items.insert(items.end(), a.as_list().begin(), a.as_list().end());
+    return Value::list(std::move(items));
   }
   if (op == "*" && a.is_int() && (b.is_string() || b.is_list())) return arithmetic("*", b, a);
   throw Error("unsupported operand type(s) for " + op + ": '" + a.type_name() + "' and '" + b.type_name() + "'");
@@ -270,7 +287,7 @@ class Interpreter {
           throw Error("bad operand type for unary " + e.name + ": '" + v.type_name() + "'");
         }
         if (e.name == "+") return v.is_float() ? v : Value::integer(v.as_int());
-        return v.is_float() ? Value::number(-v.as_float()) : Value::integer(-v.as_int());
+        return v.is_float() ? Value::number(-v.as_float()) : Value::integer(checked_neg(v.as_int()));
       }
       case Expr::Kind::kBinary: return eval_binary(e, scope);
       case Expr::Kind::kCondition:
@@ -340,9 +357,10 @@ Value builtin_range(const CallArgs& args) {
   }
   if (step == 0) throw Error("range() arg 3 must not be zero");
   ValueList out;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (out.size() >= 100000) throw Error("range too long");
     out.push_back(Value::integer(i));
+    if (__builtin_add_overflow(i, step, &i)) break;  // past INT64_MAX/MIN: past stop too
   }
   return Value::list(std::move(out));
 }

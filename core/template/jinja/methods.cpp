@@ -214,9 +214,10 @@ Value slice_value(const Value& obj, const Value& start_v, const Value& stop_v, c
   const int64_t stop = bound(stop_v, step > 0 ? n : -1);
   ValueList items;
   std::string text;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+  for (int64_t i = start; step > 0 ? i < stop : i > stop;) {
     if (obj.is_list()) items.push_back(obj.as_list()[static_cast<size_t>(i)]);
     else text += cps[static_cast<size_t>(i)];
+    if (__builtin_add_overflow(i, step, &i)) break;  // a step past INT64_MAX/MIN is past the end
   }
   return obj.is_list() ? Value::list(std::move(items)) : Value::string(std::move(text));
 }
