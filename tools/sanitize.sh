@@ -20,7 +20,8 @@ need_packages "${loom_build_packages[@]}"
 # asserts stay on (no NDEBUG), which is more checking, not less.
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Sanitize \
   -DCMAKE_C_FLAGS_SANITIZE="-O1 -g1" -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -g1" \
-  -DLOOM_SANITIZE="${LOOM_SANITIZE:-address,undefined}" -DLOOM_CUDA=OFF
+  -DLOOM_SANITIZE="${LOOM_SANITIZE:-address,undefined}" -DLOOM_CUDA=OFF \
+  -DLOOM_E2E_TESTS="$([[ "$labels" == *e2e* ]] && echo ON || echo OFF)"
 # Under a deadline (CI's 30 minutes) the build gets what is left of it less the tests' share. A
 # cold sanitizer build of everything takes longer than CI allows on 2 cores; a build cut short
 # keeps every object it finished in ccache, so the next run starts further on. Then the run says
