@@ -75,9 +75,12 @@ Value arithmetic(const std::string& op, const Value& a, const Value& b) {
       if (op == "%") return Value::integer(0);
       fail_int_overflow("//");
     }
-    const int64_t q = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);  // floor
-    if (op == "//") return Value::integer(q);
-    if (op == "%") return Value::integer(x - q * y);
+    // Python's floor division and modulo from C++'s truncating ones; the remainder takes the
+    // divisor's sign by adding y to a remainder of the other sign, which cannot overflow.
+    const int64_t r = x % y;
+    const bool adjust = r != 0 && ((r < 0) != (y < 0));
+    if (op == "//") return Value::integer(x / y - (adjust ? 1 : 0));
+    if (op == "%") return Value::integer(adjust ? r + y : r);
   }
   if (op == "+" && a.is_string() && b.is_string()) return Value::string(a.as_string() + b.as_string());
   if (op == "+" && a.is_list() && b.is_list()) {
