@@ -1,5 +1,6 @@
 // Kernels for instruction sets beyond AVX2 give the bits of the AVX2 kernels they replace:
 //   none  AVX-512F prefill tiles (none_panel_avx512.cpp) == the AVX2 packed GEMM
+//   none  AVX-512F decode (none_decode_avx512.cpp), 1-8 rows == the AVX2 panel GEMM
 //   gguf  AVX512-VNNI x8 kernels (gguf_kernels_vnni_x8.cpp) == the AVX2 x8 kernels, Q4_0 and Q8_0
 // Each runs twice: "Native" where this CPU has the set (skipped, saying so, where it does not),
 // and "Emulated" on any AVX2 CPU, the same source compiled against SIMDe's emulation of the set
@@ -7,6 +8,7 @@
 // Equality is exact (memcmp): both compute every element with the same chain of roundings.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
@@ -45,6 +47,28 @@ std::vector<float> prefill(loom_none::PackedGemm gemm, const loom_none::PanelVie
   return y;
 }
 
+// Panels of a random [out, in] weight in `dtype`; `storage` keeps them.
+loom_none::PanelView random_panels(loom_dtype dtype, int64_t out, int64_t in, std::mt19937_64& rng,
+                                   std::vector<uint8_t>& storage) {
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  const int64_t es = loom_none::element_bytes(dtype);
+  std::vector<uint8_t> src(static_cast<size_t>(out * in * es));
+  for (int64_t i = 0; i < out * in; ++i) {
+    const float v = u(rng);
+    if (dtype == LOOM_DTYPE_F32) {
+      std::memcpy(src.data() + i * 4, &v, 4);
+    } else {
+      const uint16_t h = dtype == LOOM_DTYPE_F16 ? loom::sdk::f32_to_f16(v) : loom::sdk::f32_to_bf16(v);
+      std::memcpy(src.data() + i * 2, &h, 2);
+    }
+  }
+  loom_none::PanelView w{dtype, out, in, (out + loom_none::kPanel - 1) / loom_none::kPanel, nullptr};
+  storage.assign(static_cast<size_t>(loom_none::panel_bytes(w) * w.n_panels), 0);
+  loom_none::pack_panels(src.data(), in, w, storage.data(), 0, w.n_panels);
+  w.data = storage.data();
+  return w;
+}
+
 void check_none(loom_none::PackedGemm candidate) {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -58,21 +82,8 @@ void check_none(loom_none::PackedGemm candidate) {
                                      {29, 600, 40},  {47, 1030, 21}, {150, 520, 50}, {301, 64, 19}};
   for (const loom_dtype dtype : {LOOM_DTYPE_F16, LOOM_DTYPE_BF16, LOOM_DTYPE_F32}) {
     for (const Shape& s : shapes) {
-      const int64_t es = loom_none::element_bytes(dtype);
-      std::vector<uint8_t> src(static_cast<size_t>(s.out * s.in * es));
-      for (int64_t i = 0; i < s.out * s.in; ++i) {
-        const float v = u(rng);
-        if (dtype == LOOM_DTYPE_F32) {
-          std::memcpy(src.data() + i * 4, &v, 4);
-        } else {
-          const uint16_t h = dtype == LOOM_DTYPE_F16 ? loom::sdk::f32_to_f16(v) : loom::sdk::f32_to_bf16(v);
-          std::memcpy(src.data() + i * 2, &h, 2);
-        }
-      }
-      loom_none::PanelView w{dtype, s.out, s.in, (s.out + loom_none::kPanel - 1) / loom_none::kPanel, nullptr};
-      std::vector<uint8_t> panels(static_cast<size_t>(loom_none::panel_bytes(w) * w.n_panels));
-      loom_none::pack_panels(src.data(), s.in, w, panels.data(), 0, w.n_panels);
-      w.data = panels.data();
+      std::vector<uint8_t> panels;
+      const loom_none::PanelView w = random_panels(dtype, s.out, s.in, rng, panels);
       std::vector<float> x(static_cast<size_t>(s.n * s.in));
       for (auto& e : x) e = u(rng);
       const std::vector<float> expected = prefill(loom_none::packed_gemm_avx2, w, x, s.n);
@@ -91,6 +102,72 @@ TEST(NoneAvx512, Native) {
 TEST(NoneAvx512, Emulated) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "the emulation is built for AVX2+FMA+F16C CPUs";
   check_none(loom_none::emulated::packed_gemm_avx512);
+}
+
+// ---- none: decode ---------------------------------------------------------------------------
+
+using DecodeGemm = void (*)(const loom_none::PanelView&, int64_t, int64_t, const float*, int64_t, int64_t, float*,
+                            int64_t);
+
+// 1-8 rows (every R x P register tile), x rows with a stride wider than `in`, panel ranges that
+// start and end inside a P group and on the partial last panel; each against the AVX2 panel GEMM
+// (decode kernel to 5 rows, row blocks from 6) on the same range.
+void check_none_decode(DecodeGemm candidate) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  struct Shape {
+    int64_t in, out;
+  };
+  const std::vector<Shape> shapes = {{1, 16}, {40, 37}, {64, 200}, {300, 129}, {576, 264}};
+  for (const loom_dtype dtype : {LOOM_DTYPE_F16, LOOM_DTYPE_BF16, LOOM_DTYPE_F32}) {
+    for (const Shape& s : shapes) {
+      std::vector<uint8_t> storage;
+      const loom_none::PanelView w = random_panels(dtype, s.out, s.in, rng, storage);
+      for (int64_t n = 1; n <= loom_none::kDecodeRowsAvx512; ++n) {
+        const int64_t xs = s.in + 3;
+        std::vector<float> x(static_cast<size_t>(n * xs));
+        for (auto& e : x) e = u(rng);
+        for (const auto& [p0, p1] : std::vector<std::pair<int64_t, int64_t>>{
+                 {0, w.n_panels}, {1, w.n_panels}, {0, (w.n_panels + 1) / 2}, {w.n_panels / 3, w.n_panels}}) {
+          if (p0 >= p1) continue;
+          std::vector<float> expected(static_cast<size_t>(n * s.out), NAN), got(expected.size(), NAN);
+          std::vector<float> scratch(static_cast<size_t>(loom_none::scratch_floats(n, s.in)));
+          loom_none::panel_gemm_avx2(w, p0, p1, x.data(), xs, n, expected.data(), s.out, scratch.data());
+          candidate(w, p0, p1, x.data(), xs, n, got.data(), s.out);
+          // NaN outside the range on both sides: memcmp compares the untouched floats too.
+          EXPECT_TRUE(same_bits(got, expected)) << "dtype " << dtype << " n " << n << " in " << s.in << " out "
+                                                << s.out << " panels [" << p0 << ", " << p1 << ")";
+        }
+      }
+    }
+  }
+}
+
+TEST(NoneAvx512Decode, Native) {
+  if (!loom_none::cpu_has_avx512f()) GTEST_SKIP() << "this CPU has no AVX-512F; the Emulated test covers the kernel";
+  check_none_decode(loom_none::decode_gemm_avx512);
+}
+
+TEST(NoneAvx512Decode, Emulated) {
+  if (!cpu_has_avx2()) GTEST_SKIP() << "the emulation is built for AVX2+FMA+F16C CPUs";
+  check_none_decode(loom_none::emulated::decode_gemm_avx512);
+}
+
+TEST(NoneAvx512Decode, MoreRowsGoToTheAvx2Kernel) {
+  if (!loom_none::cpu_has_avx512f()) GTEST_SKIP() << "this CPU has no AVX-512F";
+  std::mt19937_64 rng(12);
+  std::vector<uint8_t> storage;
+  const loom_none::PanelView w = random_panels(LOOM_DTYPE_F16, 70, 90, rng, storage);
+  for (const int64_t n : {int64_t{1}, loom_none::kDecodeRowsAvx512, loom_none::kDecodeRowsAvx512 + 1, int64_t{30}}) {
+    std::vector<float> x(static_cast<size_t>(n * w.in));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& e : x) e = u(rng);
+    std::vector<float> expected(static_cast<size_t>(n * w.out)), got(expected.size());
+    std::vector<float> scratch(static_cast<size_t>(loom_none::scratch_floats(n, w.in)));
+    loom_none::panel_gemm_avx2(w, 0, w.n_panels, x.data(), w.in, n, expected.data(), w.out, scratch.data());
+    loom_none::panel_gemm_avx512(w, 0, w.n_panels, x.data(), w.in, n, got.data(), w.out, scratch.data());
+    EXPECT_TRUE(same_bits(got, expected)) << "n " << n;
+  }
 }
 
 // ---- gguf: x8 kernels -----------------------------------------------------------------------

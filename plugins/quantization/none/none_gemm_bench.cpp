@@ -82,8 +82,13 @@ int main(int argc, char** argv) {
   std::printf("threads %d\n", threads);
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-  for (const Shape s : {Shape{512, 2048, 2048}, Shape{512, 2048, 8192}, Shape{512, 8192, 2048}, Shape{37, 2051, 200},
-                        Shape{1, 2048, 8192}, Shape{1, 8192, 2048}}) {
+  std::vector<Shape> shapes = {Shape{512, 2048, 2048}, Shape{512, 2048, 8192}, Shape{512, 8192, 2048},
+                               Shape{37, 2051, 200}, Shape{1, 2048, 8192}, Shape{1, 8192, 2048}};
+  if (argc > 3) {  // decode shapes: n = 1..8 rows on IN x OUT
+    shapes.clear();
+    for (int64_t n = 1; n <= 8; ++n) shapes.push_back(Shape{n, std::atoll(argv[3]), std::atoll(argv[4])});
+  }
+  for (const Shape s : shapes) {
     std::vector<float> x(static_cast<size_t>(s.n * s.in)), w(static_cast<size_t>(s.out * s.in));
     for (auto& v : x) v = u(rng);
     for (auto& v : w) v = u(rng);
@@ -101,6 +106,11 @@ int main(int argc, char** argv) {
           times_of([&] { run_gemm(loom_none::panel_gemm_portable, pw, s, x.data(), y_ref.data(), threads); }, reps);
       const Times t_avx2 =
           times_of([&] { run_gemm(loom_none::panel_gemm_avx2, pw, s, x.data(), y_avx2.data(), threads); }, reps);
+      std::vector<float> y_512(y_ref.size());
+      const bool has512 = loom_none::cpu_has_avx512f();
+      const Times t_512 = has512 ? times_of([&] {
+        run_gemm(loom_none::panel_gemm_avx512, pw, s, x.data(), y_512.data(), threads);
+      }, reps) : Times{0, 0};
       const double gflop = 2.0 * static_cast<double>(s.n * s.in * s.out) * 1e-9;
       double err = 0;  // largest |avx2 - portable| relative to the row's largest |portable|
       for (int64_t t = 0; t < s.n; ++t) {
@@ -117,6 +127,9 @@ int main(int argc, char** argv) {
                   static_cast<long long>(s.n), static_cast<long long>(s.in), static_cast<long long>(s.out),
                   type == WeightType::f32 ? "f32" : "f16", gflop / t_ref.wall, gflop / t_avx2.wall,
                   t_ref.wall / t_avx2.wall, gflop / t_ref.cpu, gflop / t_avx2.cpu, err);
+      if (has512)
+        std::printf("    avx512f %6.1f GFLOP/s wall (%.2fx avx2), %s bits\n", gflop / t_512.wall, t_avx2.wall / t_512.wall,
+                    std::memcmp(y_512.data(), y_avx2.data(), y_512.size() * sizeof(float)) == 0 ? "same" : "DIFFERENT");
     }
   }
   return 0;

@@ -75,8 +75,17 @@ void packed_gemm_avx2(const PanelView& w, int64_t p_begin, int64_t p_end, const 
 bool cpu_has_avx512f();
 void packed_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
                         float* y, int64_t ys);
-namespace emulated {  // none_panel_avx512.cpp compiled against SIMDe, for tests on CPUs without AVX-512
+// AVX-512F decode (none_decode_avx512.cpp): up to kDecodeRowsAvx512 rows, the AVX2 kernels' bits;
+// panel_gemm_avx512 hands more rows to panel_gemm_avx2.
+constexpr int64_t kDecodeRowsAvx512 = 8;
+void decode_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n,
+                        float* y, int64_t ys);
+void panel_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n,
+                       float* y, int64_t ys, float* scratch);
+namespace emulated {  // the AVX-512 files compiled against SIMDe, for tests on CPUs without AVX-512
 void packed_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t n, int64_t m,
+                        float* y, int64_t ys);
+void decode_gemm_avx512(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n,
                         float* y, int64_t ys);
 }
 #endif
@@ -110,9 +119,10 @@ constexpr int64_t kPrefillRows = 6;
 
 struct PanelKernels {
   PanelGemm gemm;
-  const char* name;  // "portable", "avx2+fma" or "avx512f" (prefill tiles; decode stays AVX2)
+  const char* name;  // "portable", "avx2+fma" or "avx512f" (prefill tiles and decode)
   PackX pack_x = nullptr;  // the shared prefill, where the kernel has one (null: gemm for every n)
   PackedGemm packed_gemm = nullptr;
+  int64_t prefill_rows = kPrefillRows;  // from this many rows on, the shared prefill (with threads)
 };
 
 // The fastest kernel this CPU runs, or the portable one when allow_simd is false.

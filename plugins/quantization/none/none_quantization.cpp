@@ -139,7 +139,7 @@ class NoneQuantization {
     if (n == 0) return;
     const int64_t xs = x->strides[0];
     const auto* xd = static_cast<const float*>(x->data);
-    if (kernel_.pack_x != nullptr && n >= loom_none::kPrefillRows && host_.num_threads() > 1 && one_dtype) {
+    if (kernel_.pack_x != nullptr && n >= kernel_.prefill_rows && host_.num_threads() > 1 && one_dtype) {
       prefill(xd, xs, n);
       return;
     }
@@ -172,7 +172,7 @@ class NoneQuantization {
       const loom_none::PanelView& w = static_cast<const Weight*>(handles[e])->view;
       loom_quant::check_linear(kName, w.in, w.out, x, y);
       if (n == 0) continue;
-      if (kernel_.pack_x != nullptr && n >= loom_none::kPrefillRows && host_.num_threads() > 1) {
+      if (kernel_.pack_x != nullptr && n >= kernel_.prefill_rows && host_.num_threads() > 1) {
         loom_tensor_view xe = *x, ye = *y;
         xe.data = const_cast<float*>(xd + lo * x->strides[0]);
         ye.data = yd + lo * y->strides[0];
