@@ -289,6 +289,8 @@ void Engine::step() {
   // proposed are already carried out (swapped or freed, reset to recompute).
   const int64_t schedule_us = now_us();
   if (speculation_) propose_drafts();
+  // The step-time model prices the target's pass; a proposal is priced by its own model.
+  const int64_t proposed_us = speculation_ ? now_us() : schedule_us;
   StepPlan& plan = stack_->schedule(
       [this](uint64_t id) -> RequestState* {
         auto it = requests_.find(id);
@@ -320,7 +322,7 @@ void Engine::step() {
   // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
   const int64_t sampled_us = now_us();
   metrics_.on_step(step_tokens);
-  observe_step(plan, sampled_us - schedule_us);
+  observe_step(plan, sampled_us - proposed_us);
 
   step_grammar_ = false;
   step_grammar_ns_ = 0;

@@ -110,6 +110,9 @@ struct SpecDecodeStats {
   std::vector<int64_t> accepted_per_pos;  // [num_speculative_tokens] accepted at draft position i
   int64_t num_steps = 0;            // steps with a request speculation could run for
   int64_t num_steps_adaptive_off = 0;  // of them, steps where adaptation chose no drafts at all
+  double proposal_per_step_us = 0.0;   // the proposal cost model (core/engine/proposal_cost_model.hpp)
+  double proposal_per_request_draft_us = 0.0;
+  double proposal_per_catch_up_token_us = 0.0;
 };
 
 // One cache_offload tier's part in prefix spill and restore (core/engine/offload_tier.hpp).

@@ -1,6 +1,7 @@
 #include "core/engine/speculation.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "core/common/error.hpp"
@@ -43,6 +44,14 @@ Speculation::Speculation(std::unique_ptr<LoadedPlugin> plugin, const Speculation
 
 Speculation::~Speculation() = default;
 
+SpecDecodeStats Speculation::stats() const {
+  SpecDecodeStats s = stats_;
+  s.proposal_per_step_us = proposal_cost_.coefficients().per_step_us;
+  s.proposal_per_request_draft_us = proposal_cost_.coefficients().per_request_draft_us;
+  s.proposal_per_catch_up_token_us = proposal_cost_.coefficients().per_catch_up_token_us;
+  return s;
+}
+
 int32_t Speculation::room(const RequestState& req) const {
   if (!req.sampling.speculative_decoding || req.num_unforked > 0) return 0;
   // Decoding: every token but the last is computed, and the prompt is done.
@@ -53,12 +62,15 @@ int32_t Speculation::room(const RequestState& req) const {
   return std::max(0, std::min({k_, by_max_tokens, by_context}));
 }
 
+// The running rate over every verification (Laplace: one accepted and one rejected pseudo-draft,
+// so one early rejection cannot pin it at 0).
+double Speculation::global_acceptance() const {
+  return (static_cast<double>(stats_.num_accepted_tokens) + 1.0) / (static_cast<double>(stats_.num_draft_tokens) + 2.0);
+}
+
 double Speculation::acceptance(uint64_t request_id) const {
-  // The running rate over every verification (Laplace: one accepted and one rejected
-  // pseudo-draft, so one early rejection cannot pin it at 0), as the prior of each request's own
-  // (two pseudo-drafts).
-  const double global = (static_cast<double>(stats_.num_accepted_tokens) + 1.0) /
-                        (static_cast<double>(stats_.num_draft_tokens) + 2.0);
+  // The global rate is the prior of each request's own (two pseudo-drafts).
+  const double global = global_acceptance();
   const auto it = tracked_.find(request_id);
   if (it == tracked_.end()) return global;
   return (static_cast<double>(it->second.accepted) + 2.0 * global) / (static_cast<double>(it->second.drafted) + 2.0);
@@ -67,44 +79,110 @@ double Speculation::acceptance(uint64_t request_id) const {
 // Adaptive k. A request with acceptance rate a and k drafts yields E(k) = 1 + a + ... + a^k
 // tokens in expectation (each draft accepted only if the ones before it were, plus the bonus
 // token) for k more positions in the step. The step-time model prices those positions
-// (a sequence of k + 1 tokens is timed as prefill tokens, a single decode token as decode). Requests go
+// (a sequence of k + 1 tokens is timed as prefill tokens, a single decode token as decode), and
+// the proposal cost model the drafting itself (a draft model's k forward passes: without it,
+// drafts that cost more to make than the target saves were chosen at every batch size). Requests go
 // by acceptance rate, best first, each taking the k that maximises the step's expected tokens per
 // microsecond given the choices before it; k = 0 whenever no k raises it. With a large batch the
 // base cost is shared by many tokens, extra positions cost more than they return, and every k
-// falls to 0: speculation switches itself off. Before the model has samples, k is the
-// configured one.
+// falls to 0: speculation switches itself off. Before the models have samples, one request gets the
+// configured k.
 std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligible, std::span<const int32_t> room,
-                                           int32_t num_running, int64_t kv_tokens) const {
+                                           int32_t num_running, int32_t num_requests, int64_t kv_tokens,
+                                           std::vector<bool>& probe) const {
   std::vector<int32_t> k(room.begin(), room.end());
+  probe.assign(eligible.size(), false);
   const StepCoefficients c = step_model_->coefficients();
-  if (!adaptive_ || c.samples < 8) return k;
+  if (!adaptive_) return k;
+  // Until both models have samples nothing can be priced: one request drafts (so the proposal
+  // cost is measured, a first proposal being the dearest: its whole context to catch up on), the
+  // others wait. Drafting for every request of a large batch at once cost seconds with a draft model.
+  if (c.samples < 8 || proposal_cost_.coefficients().samples == 0) {
+    for (size_t i = 1; i < k.size(); ++i) k[i] = 0;
+    return k;
+  }
   std::vector<size_t> order(eligible.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::vector<double> rate(eligible.size());
   for (size_t i = 0; i < eligible.size(); ++i) rate[i] = acceptance(eligible[i]->id);
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return rate[a] > rate[b]; });
+  const double global_rate = global_acceptance();
   int32_t prefill = 0, decode = num_running;
   double tokens = num_running;
-  auto time_of = [&](int32_t p, int32_t d, int64_t kv) { return static_cast<double>(predict_step_us(c, p, d, kv)); };
-  double time = time_of(prefill, decode, kv_tokens);
+  // The step's time: the target's pass plus the proposal of the drafts chosen so far.
+  int32_t max_drafts = 0;
+  int64_t sum_drafts = 0;
+  double catching_up = 0.0;  // the chosen requests' shares of their catch-up
+  auto time_of = [&](int32_t p, int32_t d, int64_t kv, int32_t kmax, int64_t ksum) {
+    return static_cast<double>(predict_step_us(c, p, d, kv)) + proposal_cost_.predict_us(kmax, ksum) + catching_up;
+  };
+  double time = time_of(prefill, decode, kv_tokens, 0, 0);
   for (size_t i : order) {
-    int32_t best_k = 0;
-    double best = time > 0 ? tokens / time : 0.0;
-    double best_time = time;
-    double gain = 0.0, a_pow = 1.0;
-    for (int32_t kk = 1; kk <= room[i]; ++kk) {
-      a_pow *= rate[i];
-      gain += a_pow;  // E(kk) - 1
-      const double t = time_of(prefill + kk + 1, decode - 1, kv_tokens + kk);
-      const double rate_here = t > 0 ? (tokens + gain) / t : 0.0;
-      if (rate_here > best) best = rate_here, best_k = kk, best_time = t;
+    // Drafting for a request first costs catching up on the tokens it gained since its last
+    // proposal (its whole context at the first): an investment that pays over the rest of the
+    // request, so this step is charged the share of it the step's expected tokens are of what
+    // the request may still generate (at most kCatchUpHorizon tokens ahead).
+    const RequestState& req = *eligible[i];
+    const auto t_it = tracked_.find(req.id);
+    const int32_t proposed = t_it == tracked_.end() ? 0 : t_it->second.proposed_tokens;
+    const double catch_up = proposal_cost_.catch_up_us(req.num_tokens() - proposed);
+    const double horizon =
+        std::clamp<double>(req.sampling.max_tokens - req.num_generated(), 1.0, static_cast<double>(kCatchUpHorizon));
+    // The k that maximises the step's expected tokens per microsecond at acceptance rate r,
+    // charged `with_share` of the catch-up.
+    struct Choice {
+      int32_t k = 0;
+      double time = 0.0, share = 0.0;
+    };
+    auto best_for = [&](double r, bool with_share) {
+      Choice best_choice{0, time, 0.0};
+      double best = time > 0 ? tokens / time : 0.0;
+      double gain = 0.0, a_pow = 1.0;
+      for (int32_t kk = 1; kk <= room[i]; ++kk) {
+        a_pow *= r;
+        gain += a_pow;  // E(kk) - 1
+        const double share = with_share ? catch_up * std::min(1.0, (1.0 + gain) / horizon) : 0.0;
+        const double t =
+            time_of(prefill + kk + 1, decode - 1, kv_tokens + kk, std::max(max_drafts, kk), sum_drafts + kk) + share;
+        const double rate_here = t > 0 ? (tokens + gain) / t : 0.0;
+        if (rate_here > best) best = rate_here, best_choice = Choice{kk, t, share};
+      }
+      return best_choice;
+    };
+    // Whether speculating for this request pays in a step of `batch` decodes, at rate r with no
+    // catch-up: the steady state a catch-up invests in.
+    auto pays_at = [&](int32_t batch, double r) {
+      const double t0 = static_cast<double>(predict_step_us(c, 0, batch, kv_tokens));
+      double gain = 0.0, a_pow = 1.0;
+      for (int32_t kk = 1; kk <= room[i]; ++kk) {
+        a_pow *= r;
+        gain += a_pow;
+        const double t = static_cast<double>(predict_step_us(c, kk + 1, batch - 1, kv_tokens + kk)) +
+                         proposal_cost_.predict_us(kk, kk);
+        if (t > 0 && t0 > 0 && (batch + gain) / t > batch / t0) return true;
+      }
+      return false;
+    };
+    // A request more than a round behind (its first proposal, or back from steps off) is worth
+    // catching up only if speculating pays once the batch holds every request the engine has
+    // (those still in prefill or waiting decode soon): otherwise the catch-up buys a few steps of
+    // drafts before the growing batch turns speculation off again.
+    const bool behind = req.num_tokens() - proposed > k_ + 1;
+    Choice chosen = behind && !pays_at(num_requests, rate[i]) ? Choice{0, time, 0.0} : best_for(rate[i], true);
+    // A request adaptation keeps off still gets a probe draft now and then (see kProbeSteps), so
+    // its rate is measured again (a low early estimate never switches speculation off for good).
+    // Only where speculating could pay: at the acceptance every request starts from, with no
+    // catch-up, in a batch of every request. Otherwise (a large batch) a probe would buy a
+    // measurement nothing can use, at the price of catching up on every token since the last.
+    if (chosen.k == 0 && t_it != tracked_.end() && t_it->second.off_steps + 1 >= t_it->second.probe_after &&
+        pays_at(num_requests, std::max(rate[i], global_rate))) {
+      const double share = catch_up * std::min(1.0, (1.0 + rate[i]) / horizon);
+      chosen = Choice{1, time_of(prefill + 2, decode - 1, kv_tokens + 1, std::max(max_drafts, 1), sum_drafts + 1) + share,
+                      share};
+      probe[i] = true;
     }
-    // A request adaptation keeps off still gets one draft every kProbeSteps steps, so its rate is
-    // measured again (a low early estimate never switches speculation off for good).
-    if (best_k == 0) {
-      const auto t = tracked_.find(eligible[i]->id);
-      if (t != tracked_.end() && t->second.off_steps + 1 >= kProbeSteps) best_k = 1, best_time = time_of(prefill + 2, decode - 1, kv_tokens + 1);
-    }
+    const int32_t best_k = chosen.k;
+    const double best_time = chosen.time, best_share = chosen.share;
     k[i] = best_k;
     if (best_k > 0) {
       double e = 0.0, p = 1.0;
@@ -113,6 +191,9 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
       prefill += best_k + 1;
       decode -= 1;
       kv_tokens += best_k;
+      max_drafts = std::max(max_drafts, best_k);
+      sum_drafts += best_k;
+      catching_up += best_share;
       time = best_time;
     }
   }
@@ -134,7 +215,9 @@ void Speculation::propose(std::span<RequestState* const> running) {
   }
   if (eligible.empty()) return;
   ++stats_.num_steps;
-  const std::vector<int32_t> k = choose_k(eligible, room_of, decoding, kv_tokens);
+  std::vector<bool> probe;
+  const std::vector<int32_t> k =
+      choose_k(eligible, room_of, decoding, static_cast<int32_t>(running.size()), kv_tokens, probe);
   asks_.clear();
   draft_ids_.assign(eligible.size() * static_cast<size_t>(k_), 0);
   draft_probs_.resize(eligible.size() * static_cast<size_t>(k_) * static_cast<size_t>(vocab_));
@@ -154,10 +237,26 @@ void Speculation::propose(std::span<RequestState* const> running) {
     asks_.push_back(q);
     asked.push_back(eligible[i]);
   }
+  // A proposal is a sample of the drafting cost only in steady state: every asked request's
+  // speculator has at most one round's tokens to catch up on (the accepted drafts and the bonus
+  // token). A first proposal (the whole prompt) or a probe after steps off costs the catch-up of
+  // every token since, a cost that follows from having been off, not from drafting now.
+  ProposalSample cost;
+  bool steady = true;
   for (size_t i = 0; i < eligible.size(); ++i) {
     Tracked& t = tracked_[eligible[i]->id];
     t.off_steps = k[i] > 0 ? 0 : t.off_steps + 1;
+    if (probe[i]) t.probe_after = std::min(2 * t.probe_after, kMaxProbeSteps);
+    else if (k[i] > 0) t.probe_after = kProbeSteps;
+    if (k[i] <= 0) continue;
+    const int32_t behind = eligible[i]->num_tokens() - t.proposed_tokens;
+    steady = steady && t.proposed_tokens > 0 && behind <= k_ + 1;
+    t.proposed_tokens = eligible[i]->num_tokens();
+    cost.max_drafts = std::max(cost.max_drafts, k[i]);
+    cost.sum_drafts += k[i];
+    cost.catch_up += behind;
   }
+  cost.steady = steady;
   if (asks_.empty()) {
     ++stats_.num_steps_adaptive_off;
     return;
@@ -165,8 +264,11 @@ void Speculation::propose(std::span<RequestState* const> running) {
   // Drafts only save work: a failed proposal, or a bad one for a request, costs this step's
   // speculation (the requests decode one token as without a speculator) and fails nobody.
   std::string message;
+  const auto started = std::chrono::steady_clock::now();
   const loom_status status =
       plugin_->try_call(&message, &loom_speculator_vtable::propose, asks_.data(), static_cast<int32_t>(asks_.size()));
+  cost.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - started).count();
+  if (status == LOOM_OK) proposal_cost_.observe(cost);
   if (status != LOOM_OK) {
     LOOM_LOG_WARN("speculator '{}': propose failed, no drafts this step: {}", plugin_->name(), message);
     return;

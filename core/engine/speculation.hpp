@@ -24,6 +24,7 @@
 
 #include "core/config/config.hpp"
 #include "core/engine/engine_api.hpp"
+#include "core/engine/proposal_cost_model.hpp"
 #include "core/engine/request_state.hpp"
 #include "core/engine/step_plan.hpp"
 #include "core/engine/step_time_model.hpp"
@@ -61,7 +62,7 @@ class Speculation {
   void observe(uint64_t request_id, int32_t drafted, int32_t accepted);
   // The request ends: drafts stripped if any are still in its token_ids, the plugin told.
   void finish(RequestState& req);
-  SpecDecodeStats stats() const { return stats_; }
+  SpecDecodeStats stats() const;
   int32_t num_speculative_tokens() const { return k_; }
 
  private:
@@ -71,14 +72,26 @@ class Speculation {
     int64_t accepted = 0;
     RequestState* holder = nullptr;  // while it has drafts (within one step)
     int32_t off_steps = 0;           // consecutive steps adaptation gave it no drafts
+    int32_t probe_after = kProbeSteps;  // off steps before its next probe (doubles per failed probe)
+    int32_t proposed_tokens = 0;        // its num_tokens at its last proposal (0: none yet)
   };
+  // A request adaptation keeps off gets one probe draft after kProbeSteps off steps, then after
+  // twice as many each time adaptation keeps it off again, up to kMaxProbeSteps: a probe of a
+  // draft model costs the catch-up of every token since the last one.
   static constexpr int32_t kProbeSteps = 16;
+  static constexpr int32_t kMaxProbeSteps = 512;
+  // Tokens ahead over which a request's catch-up is spread (choose_k).
+  static constexpr int32_t kCatchUpHorizon = 256;
   // Why a proposal's answer for one request cannot be used (a count past max_drafts, a token id
   // outside the vocabulary); empty when it can.
   std::string bad_drafts(const loom_spec_request& q) const;
   // Per request, k from the step-time model and its acceptance rate (see speculation.cpp).
+  // probe[i] is set where k[i] = 1 is a probe, not adaptation's choice.
+  // num_running: requests decoding this step; num_requests: every request, waiting and in prefill too.
   std::vector<int32_t> choose_k(std::span<RequestState* const> eligible, std::span<const int32_t> room,
-                                int32_t num_running, int64_t kv_tokens) const;
+                                int32_t num_running, int32_t num_requests, int64_t kv_tokens,
+                                std::vector<bool>& probe) const;
+  double global_acceptance() const;
   double acceptance(uint64_t request_id) const;
   void strip(RequestState& req, int32_t keep);
 
@@ -89,6 +102,7 @@ class Speculation {
   int32_t vocab_;
   int32_t max_model_len_;
   const StepTimeModel* step_model_;
+  ProposalCostModel proposal_cost_;  // the speculator's proposals, timed (excluded from step_model_)
   std::unordered_map<uint64_t, Tracked> tracked_;
   SpecDecodeStats stats_;
   // propose() scratch, reused across steps.

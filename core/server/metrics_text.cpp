@@ -200,6 +200,13 @@ void add_spec_decode_metrics(MetricsWriter& w, const SpecDecodeStats& s) {
         "Of those steps, the ones where adaptation chose no drafts at all (speculation off).", num(s.num_steps_adaptive_off));
   w.add("spec_decode_adaptive_off_ratio", "gauge", "Share of those steps where adaptation turned speculation off.",
         s.num_steps > 0 ? static_cast<double>(s.num_steps_adaptive_off) / static_cast<double>(s.num_steps) : 0.0);
+  w.add_series("spec_decode_proposal_cost_us", "gauge",
+               "Proposal cost model: predicted us = per_step*max drafts asked + per_request_draft*drafts asked "
+               "+ per_catch_up_token*tokens the speculator has not seen.",
+               "term",
+               {{"per_step", s.proposal_per_step_us},
+                {"per_request_draft", s.proposal_per_request_draft_us},
+                {"per_catch_up_token", s.proposal_per_catch_up_token_us}});
 }
 
 // The cache_offload tiers' part in prefix spill and restore: per tier (label tier = plugin
