@@ -15,7 +15,10 @@ void ProposalCostModel::observe(const ProposalSample& sample) {
   std::deque<ProposalSample>& into = sample.steady ? samples_ : catch_up_;
   into.push_back(sample);
   while (into.size() > window_) into.pop_front();
-  if (sample.steady) fit_steady();
+  if (sample.steady) {
+    fit_steady();
+    ++coef_.steady_samples;
+  }
   fit_catch_up();
   ++coef_.samples;
 }

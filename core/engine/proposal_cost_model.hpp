@@ -33,6 +33,7 @@ struct ProposalCoefficients {
   double per_request_draft_us = 0.0;  // b
   double per_catch_up_token_us = 0.0; // c: a speculator taking in tokens it has not seen
   int64_t samples = 0;                // proposals observed so far
+  int64_t steady_samples = 0;         // of them, steady ones (a and b are 0 until the first)
 };
 
 class ProposalCostModel {

@@ -94,10 +94,10 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
   probe.assign(eligible.size(), false);
   const StepCoefficients c = step_model_->coefficients();
   if (!adaptive_) return k;
-  // Until both models have samples nothing can be priced: one request drafts (so the proposal
-  // cost is measured, a first proposal being the dearest: its whole context to catch up on), the
-  // others wait. Drafting for every request of a large batch at once cost seconds with a draft model.
-  if (c.samples < 8 || proposal_cost_.coefficients().samples == 0) {
+  // Until both models have samples nothing can be priced: the oldest request drafts (its first
+  // proposal measures a catch-up, the next ones the drafting), the others wait. Drafting for every
+  // request of a large batch at once cost seconds with a draft model, their prompts to catch up on.
+  if (c.samples < 8 || proposal_cost_.coefficients().steady_samples == 0) {
     for (size_t i = 1; i < k.size(); ++i) k[i] = 0;
     return k;
   }

@@ -56,7 +56,7 @@ std::string config_text(const std::string& tables) {
 }
 
 // Submits every prompt at once and waits until each has finished.
-std::vector<Outcome> run_all(Engine& engine, bool speculative) {
+std::vector<Outcome> run_all(Engine& engine, bool speculative, int max_tokens = 12) {
   std::mutex m;
   std::condition_variable cv;
   std::vector<Outcome> out(kNumRequests);
@@ -65,7 +65,7 @@ std::vector<Outcome> run_all(Engine& engine, bool speculative) {
     GenerateRequest req;
     req.prompt = prompt(i);
     req.sampling.temperature = 0.0f;
-    req.sampling.max_tokens = 12;
+    req.sampling.max_tokens = max_tokens;
     req.sampling.ignore_eos = true;
     req.sampling.speculative_decoding = speculative;
     req.sink = [&, i](GenerationOutput&& o) {
@@ -209,6 +209,34 @@ INSTANTIATE_TEST_SUITE_P(
         FaultCase{"tier_load_throws", kTier, fault("load", 1, "throw"), Expect::kNoneFails, ""},
         FaultCase{"tier_drop_error", kTier, fault("drop", 1, "error"), Expect::kNoneFails, ""}),
     [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.name; });
+
+// Adaptive speculation prices the proposal (core/engine/proposal_cost_model.hpp): a speculator
+// whose every proposal takes 100 ms (the "slow" fault), against steps of a few ms, drafts only
+// until its cost is measured, is never probed again (speculating cannot pay at any rate), and the
+// output is what it is without speculation. Without the proposal's price it drafted every step.
+TEST(AdaptiveSpeculation, TurnsOffASpeculatorSlowerThanItSaves) {
+  const std::string slow = "fault_call = \"propose\"\nfault_on_call = 1\nfault_calls = 1000000\nfault = \"slow\"\n"
+                           "delay_ms = 100\n";
+  const std::string tables = wrapped("speculator", "ngram", "num_speculative_tokens = 3\n" + slow) +
+                             "[cache]\nplugin = \"paged\"\n" + kPaged;
+  Engine plain(parse_config(config_text("[cache]\nplugin = \"paged\"\n" + kPaged), "plain.toml"));
+  const std::vector<Outcome> want = run_all(plain, false, 40);
+  Engine engine(parse_config(config_text(tables), "slow.toml"));
+  const auto started = std::chrono::steady_clock::now();
+  const std::vector<Outcome> got = run_all(engine, true, 40);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (int i = 0; i < kNumRequests; ++i) {
+    EXPECT_EQ(got[i].finish, FinishReason::kLength) << "request " << i << ": " << got[i].error;
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << "request " << i;
+  }
+  const SpecDecodeStats s = settled(engine).spec_decode;
+  // 8 requests of 40 tokens: about 40 steps with a request to speculate for.
+  ASSERT_GE(s.num_steps, 30);
+  // The oldest request drafts while the step-time model gathers its first 8 steps.
+  EXPECT_GE(s.num_steps_adaptive_off, s.num_steps - 10) << "steps that drafted: " << s.num_steps - s.num_steps_adaptive_off;
+  EXPECT_GE(s.proposal_per_step_us + s.proposal_per_request_draft_us + s.proposal_per_catch_up_token_us, 1000.0);
+  EXPECT_LT(seconds, 3.0) << "a proposal every step would take 4 s";
+}
 #endif
 
 }  // namespace

@@ -75,6 +75,7 @@ TEST(ProposalCostModel, CatchUpIsWhatTheDraftingLeavesOver) {
   // The catch-up samples leave the drafting coefficients alone.
   EXPECT_DOUBLE_EQ(m.predict_us(4, 4), 20000);
   EXPECT_EQ(m.coefficients().samples, 5);
+  EXPECT_EQ(m.coefficients().steady_samples, 3);
 }
 
 TEST(ProposalCostModel, IgnoresEmptyProposalsAndForgetsOldOnes) {

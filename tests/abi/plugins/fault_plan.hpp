@@ -5,17 +5,20 @@
 // member `fault_call`, where it does `fault`:
 //   "error"     returns an error status without calling the inner plugin;
 //   "throw"     throws inside the plugin (the SDK's guard turns it into a status and message);
-//   "bad_value" calls the inner plugin, then spoils its answer (what that means: per kind).
+//   "bad_value" calls the inner plugin, then spoils its answer (what that means: per kind);
+//   "slow"      sleeps `delay_ms` (default 20), then calls the inner plugin as usual.
 // `fault_calls` (default 1) makes that many consecutive calls fault, from the fault_on_call-th on.
 // Every other key of the table is the inner plugin's own config, handed to it unchanged.
 #pragma once
 
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -24,7 +27,7 @@
 
 namespace loom::fault {
 
-enum class Fault { kNone, kError, kThrow, kBadValue };
+enum class Fault { kNone, kError, kThrow, kBadValue, kSlow };
 
 class FaultPlan {
  public:
@@ -36,7 +39,7 @@ class FaultPlan {
       return v;
     };
     const nlohmann::json inner = take("inner"), call = take("fault_call"), on = take("fault_on_call"),
-                         fault = take("fault"), calls = take("fault_calls");
+                         fault = take("fault"), calls = take("fault_calls"), delay = take("delay_ms");
     if (!inner.is_string()) throw sdk::ConfigError("\"inner\": the wrapped plugin's shared object, a path");
     inner_ = inner.get<std::string>();
     if (call.is_null()) return;  // no fault: the wrapper only passes calls through
@@ -46,8 +49,14 @@ class FaultPlan {
     on_call_ = on.get<int64_t>();
     if (calls.is_number_integer()) num_calls_ = calls.get<int64_t>();
     const std::string f = fault.is_string() ? fault.get<std::string>() : "";
-    fault_ = f == "error" ? Fault::kError : f == "throw" ? Fault::kThrow : f == "bad_value" ? Fault::kBadValue : Fault::kNone;
-    if (fault_ == Fault::kNone) throw sdk::ConfigError("\"fault\": one of \"error\", \"throw\", \"bad_value\"");
+    fault_ = f == "error"       ? Fault::kError
+             : f == "throw"     ? Fault::kThrow
+             : f == "bad_value" ? Fault::kBadValue
+             : f == "slow"      ? Fault::kSlow
+                                : Fault::kNone;
+    if (fault_ == Fault::kNone)
+      throw sdk::ConfigError("\"fault\": one of \"error\", \"throw\", \"bad_value\", \"slow\"");
+    if (delay.is_number_integer()) delay_ms_ = delay.get<int64_t>();
   }
 
   const std::string& inner() const { return inner_; }
@@ -59,6 +68,10 @@ class FaultPlan {
     ++calls_;
     if (calls_ < on_call_ || calls_ >= on_call_ + num_calls_) return Fault::kNone;
     if (fault_ == Fault::kThrow) throw std::runtime_error(what());
+    if (fault_ == Fault::kSlow) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms_));
+      return Fault::kNone;
+    }
     return fault_;
   }
   // The text of the faulting call's error: tests look for it in the request's error.
@@ -69,6 +82,7 @@ class FaultPlan {
   std::string call_;
   int64_t on_call_ = 0;
   int64_t num_calls_ = 1;
+  int64_t delay_ms_ = 20;
   int64_t calls_ = 0;
   Fault fault_ = Fault::kNone;
 };
