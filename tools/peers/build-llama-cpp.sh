@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the peer's own command-line tools (llama-server, llama-perplexity, llama-quantize, llama-bench,
-# llama-cli, llama-completion, llama-simple) from the llama.cpp tree vendored in the
+# llama-cli, llama-completion, llama-simple, llama-batched-bench, and for speculative decoding
+# llama-speculative, llama-speculative-simple, llama-lookup) from the llama.cpp tree vendored in the
 # llama-cpp-python sdist on PyPI: the same llama.cpp revision that setup-llama-cpp.sh compiles
 # into the Python package, so the C tools and the Python bindings agree on every kernel.
 # Optional: nothing in Loom's build or tests needs it. Tuned for this CPU (GGML_NATIVE), Release.
@@ -14,7 +15,8 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 prefix="${1:-$root/build/peers/llama.cpp}"
 version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${LLAMA_CPP_JOBS:-$(nproc)}"
-targets=(llama-server llama-perplexity llama-quantize llama-bench llama-cli llama-completion llama-simple)
+targets=(llama-server llama-perplexity llama-quantize llama-bench llama-cli llama-completion llama-simple
+         llama-batched-bench llama-speculative llama-speculative-simple llama-lookup)
 bin="$prefix/build/bin"
 
 have_all() {
