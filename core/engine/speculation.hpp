@@ -68,7 +68,7 @@ class Speculation {
  private:
   struct Tracked {
     Drafts drafts;
-    int64_t drafted = 0;   // over the request's life, for its acceptance rate
+    int64_t tried = 0;     // over the request's life, for its acceptance rate (see acceptance())
     int64_t accepted = 0;
     RequestState* holder = nullptr;  // while it has drafts (within one step)
     int32_t off_steps = 0;           // consecutive steps adaptation gave it no drafts
@@ -105,6 +105,7 @@ class Speculation {
   ProposalCostModel proposal_cost_;  // the speculator's proposals, timed (excluded from step_model_)
   std::unordered_map<uint64_t, Tracked> tracked_;
   SpecDecodeStats stats_;
+  int64_t tried_ = 0;  // drafts the target judged, over every verification (see acceptance())
   // propose() scratch, reused across steps.
   std::vector<loom_spec_request> asks_;
   std::vector<int32_t> draft_ids_;   // [asks, k]
