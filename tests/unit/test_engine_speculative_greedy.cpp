@@ -76,6 +76,9 @@ struct SpecCase {
   std::string table;  // the [speculator] table
   int concurrency;
   std::string cache_path = "";  // a [cache] path: the paged cache built against an older interface
+  // Drafts must be made, accepted and rejected. Not with adaptation on: whether drafting pays is
+  // measured (step times, proposal costs), and under a sanitizer at 16 requests it may not.
+  bool must_speculate = true;
 };
 
 void PrintTo(const SpecCase& c, std::ostream* os) { *os << c.name; }
@@ -90,6 +93,11 @@ TEST_P(GreedySpeculation, OutputIsByteIdenticalToPlainGreedy) {
   test::expect_same_outputs(plain, spec);
   const SpecDecodeStats& s = spec.stats.spec_decode;
   EXPECT_TRUE(s.enabled);
+  EXPECT_EQ(spec.stats.kv_used_blocks, 0);
+  EXPECT_EQ(spec.stats.kv_num_seqs, 0);
+  EXPECT_EQ(spec.stats.kv_free_blocks + spec.stats.kv_cached_blocks, spec.stats.kv_total_blocks);
+  EXPECT_EQ(spec.stats.generation_tokens_total, plain.stats.generation_tokens_total);
+  if (!c.must_speculate) return;
   EXPECT_GT(s.num_drafts, 0);
   EXPECT_GT(s.num_accepted_tokens, 0) << "no draft was ever accepted";
   EXPECT_LT(s.num_accepted_tokens, s.num_draft_tokens) << "no draft was ever rejected: rollback untested";
@@ -104,10 +112,6 @@ TEST_P(GreedySpeculation, OutputIsByteIdenticalToPlainGreedy) {
   // Without a speculator each chunk holds one token, or a final chunk none.
   for (size_t i = 0; i < plain.outputs.size(); ++i)
     EXPECT_GE(plain.outputs[i].chunks, static_cast<int>(plain.outputs[i].ids.size())) << "prompt " << i;
-  EXPECT_EQ(spec.stats.kv_used_blocks, 0);
-  EXPECT_EQ(spec.stats.kv_num_seqs, 0);
-  EXPECT_EQ(spec.stats.kv_free_blocks + spec.stats.kv_cached_blocks, spec.stats.kv_total_blocks);
-  EXPECT_EQ(spec.stats.generation_tokens_total, plain.stats.generation_tokens_total);
   // Inter-token latency has one gap per step with output: fewer than tokens once steps accept drafts.
   EXPECT_LT(spec.stats.inter_token_latency.count, plain.stats.inter_token_latency.count);
 }
@@ -146,7 +150,7 @@ std::vector<SpecCase> cases() {
       {"suffix_k4_alone", table("suffix", 4), 1},
       {"suffix_k4_concurrent16", table("suffix", 4, "min_token_prob = 0.0\n"), 16},
       {"suffix_k6_concurrent16", table("suffix", 6), 16},
-      {"ngram_adaptive_concurrent16", "[speculator]\nplugin = \"ngram\"\n", 16},
+      {"ngram_adaptive_concurrent16", "[speculator]\nplugin = \"ngram\"\n", 16, "", false},
       // The draft is a quantized copy of the target (int8 weights): close enough to be
       // accepted often, different enough to be rejected too.
       {"draft_int8_k3_alone", table("draft", 3, draft_keys()), 1},
