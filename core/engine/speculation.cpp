@@ -133,19 +133,19 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
     const double horizon =
         std::clamp<double>(req.sampling.max_tokens - req.num_generated(), 1.0, static_cast<double>(kCatchUpHorizon));
     // The k that maximises the step's expected tokens per microsecond at acceptance rate r,
-    // charged `with_share` of the catch-up.
+    // charged its share of the catch-up.
     struct Choice {
       int32_t k = 0;
       double time = 0.0, share = 0.0;
     };
-    auto best_for = [&](double r, bool with_share) {
+    auto best_for = [&](double r) {
       Choice best_choice{0, time, 0.0};
       double best = time > 0 ? tokens / time : 0.0;
       double gain = 0.0, a_pow = 1.0;
       for (int32_t kk = 1; kk <= room[i]; ++kk) {
         a_pow *= r;
         gain += a_pow;  // E(kk) - 1
-        const double share = with_share ? catch_up * std::min(1.0, (1.0 + gain) / horizon) : 0.0;
+        const double share = catch_up * std::min(1.0, (1.0 + gain) / horizon);
         const double t =
             time_of(prefill + kk + 1, decode - 1, kv_tokens + kk, std::max(max_drafts, kk), sum_drafts + kk) + share;
         const double rate_here = t > 0 ? (tokens + gain) / t : 0.0;
@@ -172,7 +172,7 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
     // (those still in prefill or waiting decode soon): otherwise the catch-up buys a few steps of
     // drafts before the growing batch turns speculation off again.
     const bool behind = req.num_tokens() - proposed > k_ + 1;
-    Choice chosen = behind && !pays_at(num_requests, rate[i]) ? Choice{0, time, 0.0} : best_for(rate[i], true);
+    Choice chosen = behind && !pays_at(num_requests, rate[i]) ? Choice{0, time, 0.0} : best_for(rate[i]);
     // A request adaptation keeps off still gets a probe draft now and then (see kProbeSteps), so
     // its rate is measured again (a low early estimate never switches speculation off for good).
     // Only where speculating could pay: at the acceptance every request starts from, with no
