@@ -12,6 +12,7 @@
 
 #include "gguf_kernels.hpp"
 #include "gguf_repack.hpp"
+#include "gguf_stream_prefetch.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 #ifdef LOOM_GGUF_HAVE_AVX2

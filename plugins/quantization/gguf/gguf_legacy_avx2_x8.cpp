@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "gguf_legacy_kernels.hpp"
+#include "gguf_stream_prefetch.hpp"
 
 #ifdef LOOM_GGUF_HAVE_AVX2
 

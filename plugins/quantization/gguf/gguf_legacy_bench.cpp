@@ -50,11 +50,11 @@ int run_legacy_bench(int reps) {
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (const loom_dtype t : {LOOM_DTYPE_Q4_1, LOOM_DTYPE_Q5_0, LOOM_DTYPE_Q5_1, LOOM_DTYPE_IQ4_NL}) {
-    for (const int64_t n : {1, 512}) {
+    for (const int64_t n : {1, 2, 3, 4, 512}) {
       for (const auto& [out, in] : {std::pair<int64_t, int64_t>{2048, 2048}, {8192, 2048}, {2048, 8192}}) {
         const g::BlockGeometry geo = g::block_geometry(t);
         const int64_t nb = in / g::kQK, row_bytes = nb * geo.bytes;
-        const int64_t copies = n == 1 ? std::max<int64_t>(1, (96 << 20) / (out * row_bytes)) : 1;
+        const int64_t copies = n <= 4 ? std::max<int64_t>(1, (96 << 20) / (out * row_bytes)) : 1;
         std::vector<std::vector<uint8_t>> rows(static_cast<size_t>(copies));
         std::vector<loom_gguf::PackedWeight> packed;
         std::vector<float> row(static_cast<size_t>(in));
@@ -91,7 +91,7 @@ int run_legacy_bench(int reps) {
               k(p, g0, std::min(g0 + kTileGroups, n_groups), xq.data(), xq_row_bytes, info, n, y.data() + g0 * 8, out);
           };
         };
-        const int iters = n == 1 ? 20 : 1;
+        const int iters = n <= 4 ? 20 : 1;
         const double t_avx2 = best_of(reps, iters, packed_run(avx2.of(t)));
         const double t_vnni = best_of(reps, iters, packed_run(vnni_k.of(t)));
         const loom_gguf::TileKernel tile = t == LOOM_DTYPE_Q4_1   ? portable.q4_1

@@ -13,7 +13,8 @@
 // give the same bits.
 //
 // GEMM: R activation rows (R = 4, fewer at the end) share each loaded and unpacked record.
-// Decode (R = 1) takes two 8-row groups side by side so their record streams overlap.
+// Decode (R = 1) takes two 8-row groups side by side so their record streams overlap. Every
+// record read asks for the one kStreamAhead bytes on (gguf_stream_prefetch.hpp).
 
 // Where a record keeps what (gguf_legacy_kernels.hpp): Q4_1 (kQ5 false, kMin true), Q5_0 (true,
 // false), Q5_1 (true, true); each F derives from its format's layout.
@@ -97,6 +98,7 @@ inline __attribute__((always_inline)) void legacy_group_rows(const uint8_t* grp,
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = grp + b * F::kRecordBytes;
+    loom_gguf::stream_prefetch<F::kRecordBytes>(rec);
     __m256i sum[R];
     F::template sums<R>(rec, x.a, b, x.off, sum);
     for (int r = 0; r < R; ++r) acc[r] = legacy_fold<F>(rec, x.da[r][b], F::kMinAt >= 0 ? x.sa[r][b] : 0.0f, sum[r], acc[r]);
@@ -112,6 +114,8 @@ inline __attribute__((always_inline)) void legacy_group_pair(const uint8_t* ga, 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* ra = ga + b * F::kRecordBytes;
     const uint8_t* rb = gb + b * F::kRecordBytes;
+    loom_gguf::stream_prefetch<F::kRecordBytes>(ra);
+    loom_gguf::stream_prefetch<F::kRecordBytes>(rb);
     __m256i sum_a, sum_b;
     F::template sums<1>(ra, x.a, b, x.off, &sum_a);
     F::template sums<1>(rb, x.a, b, x.off, &sum_b);

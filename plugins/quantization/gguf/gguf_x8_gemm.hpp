@@ -10,7 +10,9 @@
 //
 // GEMM: R activation rows (R = 4, fewer at the end) share each loaded and unpacked weight
 // chunk; their int sums and float accumulators, the weight registers and temporaries fit the 16
-// ymm registers. Decode (R = 1) streams each group's bytes once, in address order.
+// ymm registers. Decode (R = 1) streams each group's bytes once, in address order. Every block
+// read asks for the bytes kStreamAhead on (gguf_stream_prefetch.hpp), which run on through the
+// group's scales into the next group.
 
 // 4 activation bytes broadcast to the 8 lanes (one per weight row).
 inline __attribute__((always_inline)) __m256i bcast4(const int8_t* p) {
@@ -29,6 +31,7 @@ inline __attribute__((always_inline)) void group_rows(const uint8_t* grp, int64_
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    stream_prefetch<F::kQuantBytes>(grp + b * F::kQuantBytes);
     __m256i sum[R];
     F::template sums<R>(grp + b * F::kQuantBytes, a, b, off, sum);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(scales + b));
@@ -56,6 +59,8 @@ inline __attribute__((always_inline)) void group_pair(const uint8_t* ga, const u
   const auto* sb = reinterpret_cast<const __m128i*>(gb + nb * F::kQuantBytes);
   __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
+    stream_prefetch<F::kQuantBytes>(ga + b * F::kQuantBytes);
+    stream_prefetch<F::kQuantBytes>(gb + b * F::kQuantBytes);
     __m256i sum_a, sum_b;
     F::template sums<1>(ga + b * F::kQuantBytes, a, b, off, &sum_a);
     F::template sums<1>(gb + b * F::kQuantBytes, a, b, off, &sum_b);
