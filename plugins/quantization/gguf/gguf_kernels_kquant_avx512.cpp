@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "gguf_kernels_kquant.hpp"
+#include "gguf_stream_prefetch.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
 #ifdef LOOM_GGUF_HAVE_AVX2

@@ -18,16 +18,10 @@ inline __attribute__((always_inline)) void hsum2_i32(__m256i a, __m256i b, int32
   *sb = _mm_extract_epi32(s, 2);
 }
 
-// The weights stream from memory once per decode step and the hardware prefetcher leaves most of
-// the DRAM latency exposed (one core read Q4_K at 5.7 GB/s of its 12.9): each super-block asks
-// for the bytes kPrefetchAhead further on, past a row's end into the next row. Measured on an
-// AVX-512 core for Q4_K at n = 1: 1 KiB ahead 1.25x, 2 KiB 1.7x, 4 KiB 1.6x. Computed as an
-// integer, since the address may lie past the matrix (a prefetch never faults).
-constexpr uintptr_t kPrefetchAhead = 2048;
+// Each super-block read asks for the one kStreamAhead bytes on (gguf_stream_prefetch.hpp).
 template <class W>
 inline __attribute__((always_inline)) void prefetch_ahead(const W* block) {
-  const uintptr_t p = reinterpret_cast<uintptr_t>(block) + kPrefetchAhead;
-  for (uintptr_t l = 0; l < sizeof(W); l += 64) _mm_prefetch(reinterpret_cast<const char*>(p + l), _MM_HINT_T0);
+  loom_gguf::stream_prefetch<sizeof(W)>(block);
 }
 
 inline __attribute__((always_inline)) float half(uint16_t h) { return _cvtsh_ss(h); }

@@ -98,7 +98,7 @@ inline __attribute__((always_inline)) void legacy_group_rows(const uint8_t* grp,
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* rec = grp + b * F::kRecordBytes;
-    loom_gguf::stream_prefetch<F::kRecordBytes>(rec);
+    loom_gguf::stream_prefetch<static_cast<uintptr_t>(F::kRecordBytes)>(rec);
     __m256i sum[R];
     F::template sums<R>(rec, x.a, b, x.off, sum);
     for (int r = 0; r < R; ++r) acc[r] = legacy_fold<F>(rec, x.da[r][b], F::kMinAt >= 0 ? x.sa[r][b] : 0.0f, sum[r], acc[r]);
@@ -114,8 +114,8 @@ inline __attribute__((always_inline)) void legacy_group_pair(const uint8_t* ga, 
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* ra = ga + b * F::kRecordBytes;
     const uint8_t* rb = gb + b * F::kRecordBytes;
-    loom_gguf::stream_prefetch<F::kRecordBytes>(ra);
-    loom_gguf::stream_prefetch<F::kRecordBytes>(rb);
+    loom_gguf::stream_prefetch<static_cast<uintptr_t>(F::kRecordBytes)>(ra);
+    loom_gguf::stream_prefetch<static_cast<uintptr_t>(F::kRecordBytes)>(rb);
     __m256i sum_a, sum_b;
     F::template sums<1>(ra, x.a, b, x.off, &sum_a);
     F::template sums<1>(rb, x.a, b, x.off, &sum_b);

@@ -31,7 +31,7 @@ inline __attribute__((always_inline)) void group_rows(const uint8_t* grp, int64_
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    stream_prefetch<F::kQuantBytes>(grp + b * F::kQuantBytes);
+    stream_prefetch<static_cast<uintptr_t>(F::kQuantBytes)>(grp + b * F::kQuantBytes);
     __m256i sum[R];
     F::template sums<R>(grp + b * F::kQuantBytes, a, b, off, sum);
     const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(scales + b));
@@ -59,8 +59,8 @@ inline __attribute__((always_inline)) void group_pair(const uint8_t* ga, const u
   const auto* sb = reinterpret_cast<const __m128i*>(gb + nb * F::kQuantBytes);
   __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    stream_prefetch<F::kQuantBytes>(ga + b * F::kQuantBytes);
-    stream_prefetch<F::kQuantBytes>(gb + b * F::kQuantBytes);
+    stream_prefetch<static_cast<uintptr_t>(F::kQuantBytes)>(ga + b * F::kQuantBytes);
+    stream_prefetch<static_cast<uintptr_t>(F::kQuantBytes)>(gb + b * F::kQuantBytes);
     __m256i sum_a, sum_b;
     F::template sums<1>(ga + b * F::kQuantBytes, a, b, off, &sum_a);
     F::template sums<1>(gb + b * F::kQuantBytes, a, b, off, &sum_b);
