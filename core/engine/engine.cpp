@@ -587,15 +587,18 @@ void Engine::leave_queue(RequestState& req) {
 void Engine::observe_step(const StepPlan& plan, int64_t wall_us) {
   StepSample sample;
   sample.wall_us = wall_us;
+  bool prompt = false;  // any prompt token (a verification's rows are not)
   for (size_t i = 0; i < plan.batch.size(); ++i) {
     const SeqSchedule& b = plan.batch[i];
     const RequestState& req = *plan.seqs[i].request;
     const auto n = static_cast<int32_t>(b.token_ids.size());
     const bool decode = n == 1 && req.num_computed_tokens >= req.num_prompt_tokens;
+    prompt = prompt || req.num_computed_tokens < req.num_prompt_tokens;
     (decode ? sample.decode_tokens : sample.prefill_tokens) += n;
     sample.kv_tokens += b.start_pos + n;
   }
   step_model_.observe(sample);
+  if (speculation_ && !prompt) speculation_->observe_step(sample.prefill_tokens + sample.decode_tokens, wall_us);
 }
 
 void Engine::finish(RequestState& req, FinishReason reason, std::string error) {

@@ -82,8 +82,11 @@ double Speculation::acceptance(uint64_t request_id) const {
 
 // Adaptive k. A request with acceptance rate a and k drafts yields E(k) = 1 + a + ... + a^k
 // tokens in expectation (each draft accepted only if the ones before it were, plus the bonus
-// token) for k more positions in the step. The step-time model prices those positions
-// (a sequence of k + 1 tokens is timed as prefill tokens, a single decode token as decode), and
+// token) for k more positions in the step. The target's pass is priced from measured steps of
+// that many rows (row_cost_table.hpp: a decode step's cost bends where its rows turn the GEMMs
+// compute-bound, which the linear step-time model misses), or by the step-time model where
+// nothing that small was measured yet (a sequence of k + 1 tokens timed as prefill tokens, a
+// single decode token as decode), and
 // the proposal cost model the drafting itself (a draft model's k forward passes: without it,
 // drafts that cost more to make than the target saves were chosen at every batch size). Requests go
 // by acceptance rate, best first, each taking the k that maximises the step's expected tokens per
@@ -105,6 +108,12 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
     for (size_t i = 1; i < k.size(); ++i) k[i] = 0;
     return k;
   }
+  // Drafting is weighed against what this batch costs without drafts: until a step of that many
+  // rows with no prompt tokens has been measured, this step measures it (no drafts at all).
+  if (num_running >= 1 && !row_costs_.measured(num_running)) {
+    std::fill(k.begin(), k.end(), 0);
+    return k;
+  }
   std::vector<size_t> order(eligible.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::vector<double> rate(eligible.size());
@@ -117,8 +126,14 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
   int32_t max_drafts = 0;
   int64_t sum_drafts = 0;
   double catching_up = 0.0;  // the chosen requests' shares of their catch-up
+  // The target's pass over p verification rows and d decodes: measured steps of that many rows
+  // where the table has them (row_cost_table.hpp), the linear model below them.
+  auto target_us = [&](int32_t p, int32_t d, int64_t kv) {
+    if (const auto t = row_costs_.predict_us(p + d, c.per_prefill_token_us)) return *t;
+    return static_cast<double>(predict_step_us(c, p, d, kv));
+  };
   auto time_of = [&](int32_t p, int32_t d, int64_t kv, int32_t kmax, int64_t ksum) {
-    return static_cast<double>(predict_step_us(c, p, d, kv)) + proposal_cost_.predict_us(kmax, ksum) + catching_up;
+    return target_us(p, d, kv) + proposal_cost_.predict_us(kmax, ksum) + catching_up;
   };
   double time = time_of(prefill, decode, kv_tokens, 0, 0);
   for (size_t i : order) {
@@ -156,13 +171,12 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
     // Whether speculating for this request pays in a step of `batch` decodes, at rate r with no
     // catch-up: the steady state a catch-up invests in.
     auto pays_at = [&](int32_t batch, double r) {
-      const double t0 = static_cast<double>(predict_step_us(c, 0, batch, kv_tokens));
+      const double t0 = target_us(0, batch, kv_tokens);
       double gain = 0.0, a_pow = 1.0;
       for (int32_t kk = 1; kk <= room[i]; ++kk) {
         a_pow *= r;
         gain += a_pow;
-        const double t = static_cast<double>(predict_step_us(c, kk + 1, batch - 1, kv_tokens + kk)) +
-                         proposal_cost_.predict_us(kk, kk);
+        const double t = target_us(kk + 1, batch - 1, kv_tokens + kk) + proposal_cost_.predict_us(kk, kk);
         if (t > 0 && t0 > 0 && (batch + gain) / t > batch / t0) return true;
       }
       return false;

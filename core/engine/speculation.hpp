@@ -26,6 +26,7 @@
 #include "core/engine/engine_api.hpp"
 #include "core/engine/proposal_cost_model.hpp"
 #include "core/engine/request_state.hpp"
+#include "core/engine/row_cost_table.hpp"
 #include "core/engine/step_plan.hpp"
 #include "core/engine/step_time_model.hpp"
 #include "core/plugin/loaded_plugin.hpp"
@@ -60,6 +61,9 @@ class Speculation {
   Drafts take(RequestState& req);
   // The target accepted `accepted` of the `drafted` tokens of req's verification.
   void observe(uint64_t request_id, int32_t drafted, int32_t accepted);
+  // A step with no prompt tokens (decodes and verifications) of `rows` rows took wall_us in the
+  // target (the proposal excluded): what choose_k prices such steps from.
+  void observe_step(int32_t rows, int64_t wall_us) { row_costs_.observe(rows, wall_us); }
   // The request ends: drafts stripped if any are still in its token_ids, the plugin told.
   void finish(RequestState& req);
   SpecDecodeStats stats() const;
@@ -103,6 +107,7 @@ class Speculation {
   int32_t max_model_len_;
   const StepTimeModel* step_model_;
   ProposalCostModel proposal_cost_;  // the speculator's proposals, timed (excluded from step_model_)
+  RowCostTable row_costs_;           // prompt-free steps by row count, measured (see choose_k)
   std::unordered_map<uint64_t, Tracked> tracked_;
   SpecDecodeStats stats_;
   int64_t tried_ = 0;  // drafts the target judged, over every verification (see acceptance())
