@@ -26,22 +26,34 @@ bool RowCostTable::measured(int32_t rows) const {
 std::optional<double> RowCostTable::predict_us(int32_t rows, double per_extra_row_us) const {
   // hi: the first measured count >= rows; lo: the one before it.
   const auto hi = std::lower_bound(measured_.begin(), measured_.end(), rows);
-  const double per_row = std::max(0.0, per_extra_row_us);
   if (measured_.empty() || rows < 1) return std::nullopt;
+  // Per row outside the measured counts: the caller's price, or the slope at that end of the
+  // table where it is steeper (past the bend, where rows are compute-bound).
+  const auto slope = [&](size_t a, size_t b) {
+    const int32_t ra = measured_[a], rb = measured_[b];
+    return (mean_us_[static_cast<size_t>(rb)] - mean_us_[static_cast<size_t>(ra)]) / static_cast<double>(rb - ra);
+  };
+  const size_t n = measured_.size();
+  const double price = std::max(0.0, per_extra_row_us);
+  const double per_row_below = n >= 2 ? std::max(price, slope(0, 1)) : price;
+  const double per_row_above = n >= 2 ? std::max(price, slope(n - 2, n - 1)) : price;
   if (hi == measured_.begin()) {
     // Below the smallest measured count m: m's time less the per-row price of each row fewer,
     // but never under m's time scaled down in proportion (a step with no fixed cost).
     const int32_t m = *hi;
     const double m_us = mean_us_[static_cast<size_t>(m)];
     if (m == rows) return m_us;
-    return std::max(m_us - per_row * (m - rows), m_us * rows / m);
+    return std::max(m_us - per_row_below * (m - rows), m_us * rows / m);
   }
   const int32_t lo = *(hi - 1);
+  // Never below a smaller measured count's time: noisy means must not make rows look free.
+  double floor_us = 0.0;
+  for (auto it = measured_.begin(); it != hi; ++it) floor_us = std::max(floor_us, mean_us_[static_cast<size_t>(*it)]);
   const double lo_us = mean_us_[static_cast<size_t>(lo)];
-  if (hi == measured_.end()) return lo_us + per_row * (rows - lo);
+  if (hi == measured_.end()) return std::max(floor_us, lo_us + per_row_above * (rows - lo));
   const double hi_us = mean_us_[static_cast<size_t>(*hi)];
-  if (*hi == rows) return hi_us;
-  return lo_us + (hi_us - lo_us) * static_cast<double>(rows - lo) / static_cast<double>(*hi - lo);
+  if (*hi == rows) return std::max(floor_us, hi_us);
+  return std::max(floor_us, lo_us + (hi_us - lo_us) * static_cast<double>(rows - lo) / static_cast<double>(*hi - lo));
 }
 
 }  // namespace loom

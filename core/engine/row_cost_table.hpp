@@ -11,9 +11,12 @@
 // The table keeps, per row count, a running mean of the measured times (the first sample, then
 // each new one weighted kWeight). A count never measured is interpolated between the nearest
 // measured ones. Outside them each row is priced at the caller's per-row cost (the step model's
-// prompt-token cost: the compute-bound side): above the largest measured count a row more adds
-// it, below the smallest a row fewer takes it off (down to that count's time scaled in
-// proportion). Both are the safe side for speculation: a larger step is not priced below its
+// prompt-token cost), or at the slope between the two measured counts at that end where it is
+// steeper (a fitted coefficient can be low; the slope past the bend is the compute-bound cost):
+// above the largest measured count a row more adds it, below the smallest a row fewer takes it
+// off (down to that count's time scaled in proportion). A prediction is never below the time of
+// a smaller measured count: means of neighbouring counts are noisy (at 16 clients 11 rows
+// measured 43.6 ms and 10 rows 45.6), and extra rows that look free made probes pay. Both are the safe side for speculation: a larger step is not priced below its
 // cost, nor a smaller one (drafting off) above it. That matters once drafting is on for every
 // request, when the step without drafts is never measured: from the linear model it was priced
 // at 35 ms for 3 decodes that take 12, and drafting never turned off; the per-row price (a

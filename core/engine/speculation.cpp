@@ -136,6 +136,9 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
     return target_us(p, d, kv) + proposal_cost_.predict_us(kmax, ksum) + catching_up;
   };
   double time = time_of(prefill, decode, kv_tokens, 0, 0);
+  // At most one probe a step: each costs a catch-up (a draft model's pass over every token the
+  // request gained since it last drafted), and requests kept off together come due together.
+  bool probed = false;
   for (size_t i : order) {
     // Drafting for a request first costs catching up on the tokens it gained since its last
     // proposal (its whole context at the first): an investment that pays over the rest of the
@@ -192,12 +195,13 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
     // Only where speculating could pay: at the acceptance every request starts from, with no
     // catch-up, in a batch of every request. Otherwise (a large batch) a probe would buy a
     // measurement nothing can use, at the price of catching up on every token since the last.
-    if (chosen.k == 0 && t_it != tracked_.end() && t_it->second.off_steps + 1 >= t_it->second.probe_after &&
+    if (chosen.k == 0 && !probed && t_it != tracked_.end() && t_it->second.off_steps + 1 >= t_it->second.probe_after &&
         pays_at(num_requests, std::max(rate[i], global_rate))) {
       const double share = catch_up * std::min(1.0, (1.0 + rate[i]) / horizon);
       chosen = Choice{1, time_of(prefill + 2, decode - 1, kv_tokens + 1, std::max(max_drafts, 1), sum_drafts + 1) + share,
                       share};
       probe[i] = true;
+      probed = true;
     }
     const int32_t best_k = chosen.k;
     const double best_time = chosen.time, best_share = chosen.share;

@@ -1,6 +1,7 @@
 // The measured cost of prompt-free steps by row count (core/engine/row_cost_table.hpp): nothing
 // before the first sample, a count's running mean, interpolation between measured counts, the
-// caller's per-row price outside them (bounded below), and steps outside the table ignored.
+// caller's per-row price or the table's end slope outside them (bounded below), never below a
+// smaller measured count, and steps outside the table ignored.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -50,10 +51,34 @@ TEST(RowCostTable, InterpolatesBetweenMeasuredCountsAndPricesRowsAboveTheLargest
   EXPECT_EQ(t.predict_us(5, 2300.0), 14000.0);   // 10000 + 7000 * 4 / 7
   EXPECT_EQ(t.predict_us(8, 2300.0), 17000.0);
   EXPECT_EQ(t.predict_us(20, 2300.0), 44600.0);  // 17000 + 12 * 2300
-  EXPECT_EQ(t.predict_us(20, -5.0), 17000.0);    // a negative price counts as none
+  EXPECT_EQ(t.predict_us(20, -5.0), 29000.0);    // the slope 1000 a row, a negative price as none
   t.observe(20, 46000);
   EXPECT_EQ(t.predict_us(20, 2300.0), 46000.0);
   EXPECT_EQ(t.predict_us(14, 2300.0), 31500.0);  // 17000 + 29000 * 6 / 12
+}
+
+TEST(RowCostTable, TheSlopeAtAnEndPricesRowsBeyondItWhereItIsSteeper) {
+  // 9 rows 20 ms, 10 rows 21.5 ms; the caller's price (a low fit) 800 us a row.
+  RowCostTable t;
+  t.observe(9, 20000);
+  t.observe(10, 21500);
+  EXPECT_NEAR(*t.predict_us(14, 800.0), 27500.0, 1e-6);   // 21500 + 4 * 1500
+  EXPECT_NEAR(*t.predict_us(7, 800.0), 17000.0, 1e-6);    // 20000 - 2 * 1500
+  EXPECT_NEAR(*t.predict_us(12, 3000.0), 27500.0, 1e-6);  // the caller's price where steeper
+  EXPECT_NEAR(*t.predict_us(3, 800.0), 11000.0, 1e-6);          // 20000 - 6 * 1500
+  EXPECT_NEAR(*t.predict_us(3, 5000.0), 20000.0 * 3 / 9, 1e-6);  // not under proportional scaling
+}
+
+TEST(RowCostTable, NeverBelowASmallerMeasuredCount) {
+  // Noisy neighbours: 10 rows 45.6 ms, 11 rows 43.6 ms, 14 rows 48.5 ms.
+  RowCostTable t;
+  t.observe(10, 45600);
+  t.observe(11, 43600);
+  t.observe(14, 48500);
+  EXPECT_EQ(t.predict_us(11, 0.0), 45600.0);
+  EXPECT_EQ(t.predict_us(12, 0.0), 45600.0);  // interpolated 45233, floored
+  EXPECT_NEAR(*t.predict_us(13, 0.0), 46866.666666666664, 1e-6);
+  EXPECT_EQ(t.predict_us(10, 0.0), 45600.0);
 }
 
 TEST(RowCostTable, IgnoresStepsOutsideTheTable) {
