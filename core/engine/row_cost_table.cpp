@@ -24,9 +24,9 @@ bool RowCostTable::measured(int32_t rows) const {
 }
 
 std::optional<double> RowCostTable::predict_us(int32_t rows, double per_extra_row_us) const {
+  if (measured_.empty() || rows < 1) return std::nullopt;
   // hi: the first measured count >= rows; lo: the one before it.
   const auto hi = std::lower_bound(measured_.begin(), measured_.end(), rows);
-  if (measured_.empty() || rows < 1) return std::nullopt;
   // Per row outside the measured counts: the caller's price, or the slope at that end of the
   // table where it is steeper (past the bend, where rows are compute-bound).
   const auto slope = [&](size_t a, size_t b) {

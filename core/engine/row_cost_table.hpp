@@ -9,20 +9,21 @@
 // and output fell to 0.72x of speculation off (tools/bench/speculative.sh, SmolLM2 f16 + Q4_1).
 //
 // The table keeps, per row count, a running mean of the measured times (the first sample, then
-// each new one weighted kWeight). A count never measured is interpolated between the nearest
-// measured ones. Outside them each row is priced at the caller's per-row cost (the step model's
-// prompt-token cost), or at the slope between the two measured counts at that end where it is
-// steeper (a fitted coefficient can be low; the slope past the bend is the compute-bound cost):
-// above the largest measured count a row more adds it, below the smallest a row fewer takes it
-// off (down to that count's time scaled in proportion). A prediction is never below the time of
-// a smaller measured count: means of neighbouring counts are noisy (at 16 clients 11 rows
-// measured 43.6 ms and 10 rows 45.6), and extra rows that look free made probes pay. Both are the safe side for speculation: a larger step is not priced below its
-// cost, nor a smaller one (drafting off) above it. That matters once drafting is on for every
-// request, when the step without drafts is never measured: from the linear model it was priced
-// at 35 ms for 3 decodes that take 12, and drafting never turned off; the per-row price (a
-// fitted coefficient) can be low too, so choose_k also measures a batch without drafts before
-// drafting for it (measured()). Context length is not a key: a row count's mean follows the
-// contexts as they grow.
+// each new one weighted kWeight), and predicts a count from them:
+//   * between measured counts, by interpolation;
+//   * outside them, at a per-row price: the caller's (the step model's prompt-token cost) or
+//     the slope between the two measured counts at that end, whichever is steeper (a fitted
+//     coefficient can be low; past the bend the slope is the compute-bound cost). Above the
+//     largest count a row more adds it; below the smallest a row fewer takes it off, down to
+//     that count's time scaled in proportion;
+//   * never below the time of a smaller measured count: neighbouring means are noisy (at 16
+//     clients 11 rows measured 43.6 ms and 10 rows 45.6), and extra rows that looked free made
+//     probes pay.
+// Each errs on the safe side for speculation: a larger step is not priced below its cost, nor a
+// smaller one (drafting off) above it. choose_k also runs a batch once without drafts before
+// drafting for it (measured()): once drafting is on for every request the step without drafts is
+// never measured, and from the linear model it was priced at 35 ms for 3 decodes that take 12.
+// Context length is not a key: a row count's mean follows the contexts as they grow.
 #pragma once
 
 #include <cstdint>

@@ -82,18 +82,17 @@ double Speculation::acceptance(uint64_t request_id) const {
 
 // Adaptive k. A request with acceptance rate a and k drafts yields E(k) = 1 + a + ... + a^k
 // tokens in expectation (each draft accepted only if the ones before it were, plus the bonus
-// token) for k more positions in the step. The target's pass is priced from measured steps of
-// that many rows (row_cost_table.hpp: a decode step's cost bends where its rows turn the GEMMs
-// compute-bound, which the linear step-time model misses), or by the step-time model where
-// nothing that small was measured yet (a sequence of k + 1 tokens timed as prefill tokens, a
-// single decode token as decode), and
-// the proposal cost model the drafting itself (a draft model's k forward passes: without it,
-// drafts that cost more to make than the target saves were chosen at every batch size). Requests go
-// by acceptance rate, best first, each taking the k that maximises the step's expected tokens per
-// microsecond given the choices before it; k = 0 whenever no k raises it. With a large batch the
-// base cost is shared by many tokens, extra positions cost more than they return, and every k
-// falls to 0: speculation switches itself off. Before the models have samples, one request gets the
-// configured k.
+// token) for k more positions in the step. The target's pass is priced from measured steps by
+// row count (row_cost_table.hpp: a decode step's cost bends where its rows turn the GEMMs
+// compute-bound, which the linear step-time model misses), or by the step-time model before the
+// first such step (a sequence of k + 1 tokens timed as prefill tokens, a single decode token as
+// decode), and the proposal cost model the drafting itself (a draft model's k forward passes:
+// without it, drafts that cost more to make than the target saves were chosen at every batch
+// size). Requests go by acceptance rate, best first, each taking the k that maximises the step's
+// expected tokens per microsecond given the choices before it; k = 0 whenever no k raises it.
+// With a large batch the base cost is shared by many tokens, extra positions cost more than they
+// return, and every k falls to 0: speculation switches itself off. Before the models have
+// samples, one request gets the configured k.
 std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligible, std::span<const int32_t> room,
                                            int32_t num_running, int32_t num_requests, int64_t kv_tokens,
                                            std::vector<bool>& probe) const {
@@ -126,8 +125,8 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
   int32_t max_drafts = 0;
   int64_t sum_drafts = 0;
   double catching_up = 0.0;  // the chosen requests' shares of their catch-up
-  // The target's pass over p verification rows and d decodes: measured steps of that many rows
-  // where the table has them (row_cost_table.hpp), the linear model below them.
+  // The target's pass over p verification rows and d decodes: from the measured steps
+  // (row_cost_table.hpp), or the linear model before there are any.
   auto target_us = [&](int32_t p, int32_t d, int64_t kv) {
     if (const auto t = row_costs_.predict_us(p + d, c.per_prefill_token_us)) return *t;
     return static_cast<double>(predict_step_us(c, p, d, kv));

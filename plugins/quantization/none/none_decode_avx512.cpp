@@ -11,10 +11,7 @@
 //
 // Micro-kernel: R rows by P panels; each k step widens P panel rows (f16/bf16/f32), broadcasts R
 // x values straight from the rows of x (no packing: they stay in L1/L2) and issues R x P FMAs.
-// Each panel stream asks for its line kStreamAhead bytes on: the hardware prefetchers do not
-// run far enough ahead of P streams on a part whose weights sit in a large, distant last-level
-// cache. loom-bench model, SmolLM2-135M f16, 2 threads, 2-core AVX-512 VM with a 480 MiB L3,
-// ms per step at 1 / 5 / 8 rows: 11.2 / 15.0 / 22.7 without, 10.0 / 13.4 / 17.5 with.
+// Each panel stream prefetches kStreamAhead bytes ahead (none_panel.hpp).
 //
 // Same bits as the AVX2 kernels: every output element is the single chain of fused
 // multiply-adds acc = fma(x[t][k], w[o][k], acc) in increasing k from acc = 0, as the AVX2 decode,
@@ -52,8 +49,6 @@ namespace LOOM_AVX512_NAMESPACE {
 namespace {
 
 using loom_none::kPanel;
-// Bytes ahead of the line being read that each panel stream prefetches.
-constexpr int64_t kStreamAhead = 2048;
 using loom_none::PanelView;
 
 #include "none_load_avx512.hpp"
@@ -69,10 +64,9 @@ inline __attribute__((always_inline)) void micro(const typename Load::T* w, int6
   using T = typename Load::T;
   // k steps per 64-byte line of a panel: 2 for f16/bf16, 1 for f32.
   constexpr int64_t kPerLine = 64 / (kPanel * static_cast<int64_t>(sizeof(T)));
-  constexpr int64_t kAhead = kStreamAhead / (kPanel * static_cast<int64_t>(sizeof(T)));
   for (int64_t k = 0; k < in; ++k) {
     if (k % kPerLine == 0)
-      for (int p = 0; p < P; ++p) __builtin_prefetch(w + p * ps + (k + kAhead) * kPanel, 0, 3);
+      for (int p = 0; p < P; ++p) loom_none::stream_prefetch(w + p * ps + k * kPanel);
     __m512 wv[P];
     for (int p = 0; p < P; ++p) wv[p] = Load::vec(w + p * ps + k * kPanel);
     for (int r = 0; r < R; ++r) {

@@ -33,9 +33,6 @@ bool cpu_has_avx2_fma_f16c() {
 namespace {
 
 constexpr int kRows = 6;  // x rows per prefill micro-kernel
-// Bytes ahead of the line being read that each decode panel stream prefetches (the hardware
-// prefetchers do not run far enough ahead of 4 streams from a distant cache or DRAM).
-constexpr int64_t kStreamAhead = 2048;
 
 // How the micro-kernel reads 8 weights as f32; the f16/bf16 loaders widen exactly.
 struct LoadF32 {
@@ -61,16 +58,15 @@ template <class Load, int R, int P, bool kStream = false>
 inline __attribute__((always_inline)) void micro(const typename Load::T* w, int64_t ps, const float* xp, int64_t kn,
                                                  float* c, int64_t ldc, bool first) {
   using T = typename Load::T;
-  // Decode (kStream): k steps per 64-byte line of a panel (2 for f16/bf16, 1 for f32), and how
-  // many k steps ahead each panel stream asks for its next line.
+  // Decode (kStream): each panel stream prefetches ahead (none_panel.hpp) once per 64-byte line,
+  // every 2 k steps for f16/bf16, every one for f32.
   constexpr int64_t kPerLine = 64 / (kPanel * static_cast<int64_t>(sizeof(T)));
-  constexpr int64_t kAhead = kStreamAhead / (kPanel * static_cast<int64_t>(sizeof(T)));
   __m256 acc[R][2 * P];
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < 2 * P; ++q) acc[r][q] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(c + r * ldc + 8 * q);
   for (int64_t k = 0; k < kn; ++k) {
     if (kStream && k % kPerLine == 0)
-      for (int p = 0; p < P; ++p) __builtin_prefetch(w + p * ps + (k + kAhead) * kPanel, 0, 3);
+      for (int p = 0; p < P; ++p) stream_prefetch(w + p * ps + k * kPanel);
     __m256 wv[2 * P];
     for (int p = 0; p < P; ++p) {
       wv[2 * p] = Load::vec(w + p * ps + k * kPanel);
