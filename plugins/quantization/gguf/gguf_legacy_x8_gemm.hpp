@@ -13,8 +13,10 @@
 // give the same bits.
 //
 // GEMM: R activation rows (R = 4, fewer at the end) share each loaded and unpacked record.
-// Decode (R = 1) takes two 8-row groups side by side so their record streams overlap. Every
-// record read asks for the one kStreamAhead bytes on (gguf_stream_prefetch.hpp).
+// Decode (R = 1) reads one group at a time, in address order: two groups side by side (two
+// streams a group apart) made SmolLM2 Q4_1 decode 1.5x slower at 2 threads on a Zen 4 part,
+// where the one-stream loop with its prefetch reads the weights as fast as 2 decode rows do.
+// Every record read asks for the one kStreamAhead bytes on (gguf_stream_prefetch.hpp).
 
 // Where a record keeps what (gguf_legacy_kernels.hpp): Q4_1 (kQ5 false, kMin true), Q5_0 (true,
 // false), Q5_1 (true, true); each F derives from its format's layout.
@@ -106,27 +108,6 @@ inline __attribute__((always_inline)) void legacy_group_rows(const uint8_t* grp,
   legacy_store<R>(acc, y, ys, n_out);
 }
 
-// Decode: two full 8-row groups, one activation row; each lane keeps its own fold order.
-template <class F>
-inline __attribute__((always_inline)) void legacy_group_pair(const uint8_t* ga, const uint8_t* gb, int64_t nb,
-                                                             const LegacyRows<F, 1>& x, float* y) {
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  for (int64_t b = 0; b < nb; ++b) {
-    const uint8_t* ra = ga + b * F::kRecordBytes;
-    const uint8_t* rb = gb + b * F::kRecordBytes;
-    loom_gguf::stream_prefetch<static_cast<uintptr_t>(F::kRecordBytes)>(ra);
-    loom_gguf::stream_prefetch<static_cast<uintptr_t>(F::kRecordBytes)>(rb);
-    __m256i sum_a, sum_b;
-    F::template sums<1>(ra, x.a, b, x.off, &sum_a);
-    F::template sums<1>(rb, x.a, b, x.off, &sum_b);
-    const float sa = F::kMinAt >= 0 ? x.sa[0][b] : 0.0f;
-    acc[0] = legacy_fold<F>(ra, x.da[0][b], sa, sum_a, acc[0]);
-    acc[1] = legacy_fold<F>(rb, x.da[0][b], sa, sum_b, acc[1]);
-  }
-  _mm256_storeu_ps(y, acc[0]);
-  _mm256_storeu_ps(y + loom_gguf::kGroupRows, acc[1]);
-}
-
 template <class F, int R>
 void legacy_rows_x_groups(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq,
                           int64_t xq_row_bytes, const loom_gguf::LegacyActivationInfo& info, int64_t t0, float* y,
@@ -140,12 +121,7 @@ void legacy_rows_x_groups(const loom_gguf::PackedWeight& w, int64_t g0, int64_t 
     x.sa[r] = F::kMinAt >= 0 ? info.s + (t0 + r) * nb : nullptr;
     x.off[r] = F::kMinAt >= 0 ? nullptr : info.offset + (t0 + r) * nb;
   }
-  int64_t grp = g0;
-  if constexpr (R == 1) {
-    for (; grp + 1 < g1 && (grp + 2) * kRows <= w.n_rows; grp += 2)
-      legacy_group_pair<F>(w.group(grp), w.group(grp + 1), nb, x, y + t0 * ys + (grp - g0) * kRows);
-  }
-  for (; grp < g1; ++grp) {
+  for (int64_t grp = g0; grp < g1; ++grp) {
     const int64_t j0 = grp * kRows;
     const int64_t n_out = w.n_rows - j0 < kRows ? w.n_rows - j0 : kRows;
     legacy_group_rows<F, R>(w.group(grp), nb, x, y + t0 * ys + (j0 - g0 * kRows), ys, n_out);

@@ -49,29 +49,6 @@ inline __attribute__((always_inline)) void group_rows(const uint8_t* grp, int64_
   }
 }
 
-// Decode (one activation row): two 8-row groups side by side, so the two block streams overlap
-// and each activation broadcast serves 16 rows. Each lane keeps its own fold order.
-template <class F>
-inline __attribute__((always_inline)) void group_pair(const uint8_t* ga, const uint8_t* gb, int64_t nb,
-                                                      const g::BlockQ8_0* const* a, const float* const* da,
-                                                      const int32_t* const* off, float* y) {
-  const auto* sa = reinterpret_cast<const __m128i*>(ga + nb * F::kQuantBytes);
-  const auto* sb = reinterpret_cast<const __m128i*>(gb + nb * F::kQuantBytes);
-  __m256 acc_a = _mm256_setzero_ps(), acc_b = _mm256_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    stream_prefetch<static_cast<uintptr_t>(F::kQuantBytes)>(ga + b * F::kQuantBytes);
-    stream_prefetch<static_cast<uintptr_t>(F::kQuantBytes)>(gb + b * F::kQuantBytes);
-    __m256i sum_a, sum_b;
-    F::template sums<1>(ga + b * F::kQuantBytes, a, b, off, &sum_a);
-    F::template sums<1>(gb + b * F::kQuantBytes, a, b, off, &sum_b);
-    const __m256 d = _mm256_set1_ps(da[0][b]);
-    acc_a = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(sa + b)), d), _mm256_cvtepi32_ps(sum_a), acc_a);
-    acc_b = _mm256_fmadd_ps(_mm256_mul_ps(_mm256_cvtph_ps(_mm_load_si128(sb + b)), d), _mm256_cvtepi32_ps(sum_b), acc_b);
-  }
-  _mm256_storeu_ps(y, acc_a);
-  _mm256_storeu_ps(y + kGroupRows, acc_b);
-}
-
 template <class F, int R>
 void rows_x_groups(const PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
                    const ActivationBlockInfo& info, int64_t t0, float* y, int64_t ys) {
@@ -84,13 +61,7 @@ void rows_x_groups(const PackedWeight& w, int64_t g0, int64_t g1, const uint8_t*
     da[r] = info.d + (t0 + r) * nb;
     off[r] = info.offset + (t0 + r) * nb;
   }
-  int64_t grp = g0;
-  if constexpr (R == 1) {
-    // Full pairs of full groups; a short last group takes the general path below.
-    for (; grp + 1 < g1 && (grp + 2) * kGroupRows <= w.n_rows; grp += 2)
-      group_pair<F>(w.group(grp), w.group(grp + 1), nb, a, da, off, y + t0 * ys + (grp - g0) * kGroupRows);
-  }
-  for (; grp < g1; ++grp) {
+  for (int64_t grp = g0; grp < g1; ++grp) {
     const int64_t j0 = grp * kGroupRows;
     const int64_t n_out = w.n_rows - j0 < kGroupRows ? w.n_rows - j0 : kGroupRows;
     group_rows<F, R>(w.group(grp), nb, a, da, off, y + t0 * ys + (j0 - g0 * kGroupRows), ys, n_out);
