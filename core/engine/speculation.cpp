@@ -6,6 +6,7 @@
 
 #include "core/common/error.hpp"
 #include "core/common/logging.hpp"
+#include "core/engine/catch_up_payback.hpp"
 #include "core/plugin/plugin_host.hpp"
 
 namespace loom {
@@ -170,32 +171,35 @@ std::vector<int32_t> Speculation::choose_k(std::span<RequestState* const> eligib
       }
       return best_choice;
     };
-    // Whether speculating for this request pays in a step of `batch` decodes, at rate r with no
-    // catch-up: the steady state a catch-up invests in.
-    auto pays_at = [&](int32_t batch, double r) {
+    // Whether speculating for this request pays in a step of `batch` decodes, at rate r, and
+    // repays `invest` microseconds of catch-up before the request ends (catch_up_payback.hpp). A
+    // probe of a request with 9 tokens left and 400 behind on a draft model cost 0.4 s.
+    auto pays_at = [&](int32_t batch, double r, double invest) {
       const double t0 = target_us(0, batch, kv_tokens);
       double gain = 0.0, a_pow = 1.0;
       for (int32_t kk = 1; kk <= room[i]; ++kk) {
         a_pow *= r;
         gain += a_pow;
         const double t = target_us(kk + 1, batch - 1, kv_tokens + kk) + proposal_cost_.predict_us(kk, kk);
-        if (t > 0 && t0 > 0 && (batch + gain) / t > batch / t0) return true;
+        if (repays_catch_up(batch, t0, t, gain, horizon, invest)) return true;
       }
       return false;
     };
     // A request more than a round behind (its first proposal, or back from steps off) is worth
     // catching up only if speculating pays once the batch holds every request the engine has
-    // (those still in prefill or waiting decode soon): otherwise the catch-up buys a few steps of
-    // drafts before the growing batch turns speculation off again.
+    // (those still in prefill or waiting decode soon) and repays the catch-up before the request
+    // ends: otherwise the catch-up buys a few steps of drafts before the growing batch turns
+    // speculation off again, or before the request stops.
     const bool behind = req.num_tokens() - proposed > k_ + 1;
-    Choice chosen = behind && !pays_at(num_requests, rate[i]) ? Choice{0, time, 0.0} : best_for(rate[i]);
+    Choice chosen = behind && !pays_at(num_requests, rate[i], catch_up) ? Choice{0, time, 0.0} : best_for(rate[i]);
     // A request adaptation keeps off still gets a probe draft now and then (see kProbeSteps), so
     // its rate is measured again (a low early estimate never switches speculation off for good).
-    // Only where speculating could pay: at the acceptance every request starts from, with no
-    // catch-up, in a batch of every request. Otherwise (a large batch) a probe would buy a
-    // measurement nothing can use, at the price of catching up on every token since the last.
+    // Only where speculating could pay: at the acceptance every request starts from, in a batch
+    // of every request, repaying the probe's catch-up in what the request has left. Otherwise (a
+    // large batch, a request near its end) a probe would buy a measurement nothing can use, at
+    // the price of catching up on every token since the last.
     if (chosen.k == 0 && !probed && t_it != tracked_.end() && t_it->second.off_steps + 1 >= t_it->second.probe_after &&
-        pays_at(num_requests, std::max(rate[i], global_rate))) {
+        pays_at(num_requests, std::max(rate[i], global_rate), catch_up)) {
       const double share = catch_up * std::min(1.0, (1.0 + rate[i]) / horizon);
       chosen = Choice{1, time_of(prefill + 2, decode - 1, kv_tokens + 1, std::max(max_drafts, 1), sum_drafts + 1) + share,
                       share};
