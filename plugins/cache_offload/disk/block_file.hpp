@@ -3,7 +3,7 @@
 //
 //   offset  size  field
 //   0       8     magic "LOOMKVB1"
-//   8       4     format version (1)
+//   8       4     format version (2: the four-lane checksum; files of another version are refused)
 //   12      4     header size (kHeaderSize)
 //   16      64    model fingerprint, NUL-padded (file hash + KV dtype + layout)
 //   80      8     key (the tier key the host saved it under)
