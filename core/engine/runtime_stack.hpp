@@ -36,6 +36,7 @@
 namespace loom {
 
 class DraftModelService;
+class EmbeddingWorker;
 
 // The plugins a forward pass calls: attention, created for the model's heads and the KV pool's
 // dtype and block size, then quantization, both on the CPU. The engine's stack and
@@ -113,7 +114,11 @@ class RuntimeStack {
   // True while the tier copy worker still has copies queued or running: they free staging
   // buffers, so the published stats change without an engine step.
   bool tier_copies_pending() const;
-  // The semantic_cache plugin; nullptr when [semantic_cache] is absent.
+  // Creates the [semantic_cache] plugin (if the table is present) with the host's embed callback
+  // over `encoder` (semantic_cache interface 1.2; null: the server has no [embedding] model).
+  // The encoder is only used during the call.
+  void create_semantic_cache(const Config& config, EmbeddingWorker* encoder);
+  // The semantic_cache plugin; nullptr when [semantic_cache] is absent or not created yet.
   const LoadedPlugin* semantic_cache_plugin() const { return semantic_cache_.get(); }
 
   std::unique_ptr<ModelSource> model;  // a GGUF file or a Hugging Face directory
