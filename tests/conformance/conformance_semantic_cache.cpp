@@ -144,7 +144,7 @@ TEST_P(SemanticCacheConformance, AnswersExpireAfterTheirTtl) {
 }
 
 TEST_P(SemanticCacheConformance, NearQuestionsHitAboveTheThresholdOnly) {
-  auto c = open();  // the embedding plugin's default threshold, 0.95
+  auto c = open();  // the embedding plugin's default threshold, 0.96
   if (!c) GTEST_SKIP() << skip_;
   c->store(base_query(), kAnswer);
   SemanticQuery near = base_query();
