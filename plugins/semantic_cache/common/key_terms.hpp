@@ -1,8 +1,9 @@
 // The key-term guard: a check, after the cosine test, that two questions agree on the words that
 // change an answer. Sentence embeddings (all-MiniLM-L6-v2 and its kind) place "How do I reset my
 // router?" and "... my modem?" as close as two rewordings of one question: on the project's
-// labelled set (tests/data/semantic) false hits stay at 18-44% of hits for every cosine threshold
-// from 0.70 to 0.97. Four rules, each a kind of near miss the cosine cannot see:
+// labelled set (tests/data/semantic), cosine alone leaves 5-44% of hits false at every threshold
+// from 0.70 to 0.97 (docs/benchmarks.md). Four rules, each a kind of near miss the cosine cannot
+// see:
 //   numbers    the numbers (digit runs with decimals, and the number words one..twenty, tens,
 //              hundred, thousand, half, quarter) must agree as multisets: "15%" vs "25%";
 //   negation   the parity of negators (not, no, never, without, ...n't, ...) must agree;
