@@ -1,7 +1,8 @@
 // Everything the engine thread drives, assembled from a config in dependency order:
 //   model file -> tokenizer -> thread pool -> plugin host -> cache (asks for the pool) -> KV pool
-//   -> attention + quantization -> model executor -> scheduler -> (cache_offload, semantic_cache)
-// and the calls one step makes into them (see RuntimeStack). Members are destroyed in reverse, so
+//   -> attention + quantization -> model executor -> scheduler -> (cache_offload), then the
+// semantic_cache once the engine has its encoder (create_semantic_cache), and the calls one step
+// makes into them (see RuntimeStack). Members are destroyed in reverse, so
 // every plugin instance is gone before the libraries and the thread pool.
 #pragma once
 

@@ -4,8 +4,9 @@
 // threshold on 0.70..0.99 whose false hits are at most target_false_hit_rate of hits. The
 // fixture's near misses: a swap at 0.955 and a number change at 0.805 (both refused by the
 // key-term guard) and an added qualifier at 0.885 (a false hit): 0.89 with the guard, 0.96
-// without it, 0.70 at a target of 1/3. (Cosines off the grid: float rounding stays clear.) The chosen threshold is read back through lookups just
-// above and below it. An explicit threshold beside a calibration set is refused naming both.
+// without it, 0.70 at a target of 1/3 (cosines off the grid, clear of float rounding). The chosen
+// threshold is read back through lookups just above and below it. An explicit threshold beside a
+// calibration set is refused naming both.
 #include <gtest/gtest.h>
 
 #include <cmath>

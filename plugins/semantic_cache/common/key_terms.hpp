@@ -158,8 +158,9 @@ inline std::string stem(std::string w) {
     break;
   }
   if (w.size() > 3 && w.back() == 'e') w.pop_back();
-  if (w.size() > 3 && w[w.size() - 1] == w[w.size() - 2] && std::string_view("aeiou").find(w.back()) == std::string_view::npos)
-    w.pop_back();
+  const bool double_consonant = w.size() > 3 && w[w.size() - 1] == w[w.size() - 2] &&
+                                std::string_view("aeiou").find(w.back()) == std::string_view::npos;
+  if (double_consonant) w.pop_back();
   return w;
 }
 
@@ -204,7 +205,8 @@ inline KeyTerms key_terms_of(std::string_view text) {
   for (size_t i = 0; i < toks.size(); ++i) {
     const std::string& t = toks[i];
     if (t == "to" || t == "into" || t == "for") {
-      if (i > 0 && !d::is_stop(toks[i - 1]) && d::negators().count(toks[i - 1]) == 0) k.sources.insert(d::stem(toks[i - 1]));
+      if (i > 0 && !d::is_stop(toks[i - 1]) && d::negators().count(toks[i - 1]) == 0)
+        k.sources.insert(d::stem(toks[i - 1]));
       const size_t j = after_articles(i + 1);
       if (j < toks.size() && !d::is_stop(toks[j])) k.targets.insert(d::stem(toks[j]));
     } else if (t == "from") {

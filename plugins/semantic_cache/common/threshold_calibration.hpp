@@ -50,8 +50,8 @@ inline Calibration calibrate_threshold(const std::vector<LabelledPair>& pairs, d
       ++r.hits;
       if (!p.same) ++r.false_hits;
     }
-    if (!c.threshold && r.hits > 0 && static_cast<double>(r.false_hits) <= target_false_share * static_cast<double>(r.hits))
-      c.threshold = r.threshold;
+    const bool within = static_cast<double>(r.false_hits) <= target_false_share * static_cast<double>(r.hits);
+    if (!c.threshold && r.hits > 0 && within) c.threshold = r.threshold;
     c.rows.push_back(r);
   }
   return c;

@@ -73,11 +73,12 @@ std::vector<LabelledPair> embed_calibration_set(const std::string& path, const l
 std::string calibration_table(const Calibration& c) {
   std::string out = "threshold  same-pair hit rate  false hits / hits";
   for (const CalibrationRow& r : c.rows) {
+    const bool chosen = c.threshold && std::abs(*c.threshold - r.threshold) < 1e-9;
     char row[128];
     std::snprintf(row, sizeof(row), "\n  %.2f     %5.1f%% (%3lld/%lld)     %3lld/%lld%s", r.threshold,
                   100.0 * r.same_hit_rate(), static_cast<long long>(r.hits - r.false_hits),
                   static_cast<long long>(r.same_pairs), static_cast<long long>(r.false_hits),
-                  static_cast<long long>(r.hits), c.threshold && std::abs(*c.threshold - r.threshold) < 1e-9 ? "  <-" : "");
+                  static_cast<long long>(r.hits), chosen ? "  <-" : "");
     out += row;
   }
   return out;

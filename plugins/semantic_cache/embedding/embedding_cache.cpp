@@ -111,7 +111,8 @@ class EmbeddingCache {
     using C = EmbeddingCacheConfig;
     static const auto spec =
         loom::sdk::ConfigSpec<C>("semantic_cache embedding")
-            .number("threshold", &C::threshold, "least cosine similarity of a hit (default: calibrated)", 1e-6, 1.0)
+            .number("threshold", &C::threshold,
+                    "least cosine similarity of a hit (unset: the calibration set's, else 0.96)", 1e-6, 1.0)
             .string("calibration", &C::calibration, "JSONL file of labelled question pairs that picks the threshold")
             .number("target_false_hit_rate", &C::target_false_hit_rate,
                     "most false hits per hit on the calibration set", 0.0, 1.0)
@@ -129,7 +130,8 @@ class EmbeddingCache {
     return spec;
   }
 
-  EmbeddingCache(const loom::sdk::Host& host, const loom_semantic_cache_create_args& args, const EmbeddingCacheConfig& cfg)
+  EmbeddingCache(const loom::sdk::Host& host, const loom_semantic_cache_create_args& args,
+                 const EmbeddingCacheConfig& cfg)
       : cfg_(cfg), lru_(cfg.capacity, cfg.ttl_s) {
     cfg_.threshold = cfg.threshold > 0 ? cfg.threshold : kDefaultThreshold;
     if (!cfg.calibration.empty()) {
