@@ -64,6 +64,7 @@ Engine::Engine(const Config& config)
       metrics_(stack_->max_model_len, config.slo.goodput_window_s) {
   stack_->set_step_model(&step_model_);
   if (!config.embedding.path.empty()) embeddings_ = make_embedding_worker(config);
+  stack_->create_semantic_cache(config, embeddings_.get());
   semantic_ = make_semantic_cache_client(stack_->semantic_cache_plugin(), config, embeddings_.get());
   if (auto plugin = stack_->create_speculator(config)) {
     speculation_ = std::make_unique<Speculation>(std::move(plugin), config.speculation,

@@ -22,6 +22,7 @@
 #include "loom/sdk_kv_quant.hpp"
 #include "core/engine/speculation.hpp"
 #include "core/engine/draft_model_service.hpp"
+#include "core/engine/semantic_cache_embed.hpp"
 #include "loom/semantic_cache.h"
 
 namespace loom {
@@ -194,9 +195,6 @@ RuntimeStack::RuntimeStack(const Config& config)
     }
   }
   step_scheduler_ = std::make_unique<StepScheduler>(*scheduler_handle_, *cache_handle_, *swaps_);
-  if (config.semantic_cache) {
-    semantic_cache_ = host_->create(spec_of(LOOM_KIND_SEMANTIC_CACHE, *config.semantic_cache), nullptr);
-  }
 
   // fits() is monotonic in the token count: binary search the largest request that fits.
   auto fits = [&](int32_t n) {
@@ -346,6 +344,12 @@ int32_t RuntimeStack::sample(std::span<const float> logits, const SamplingParams
 
 void RuntimeStack::distribution(std::span<const float> logits, const SamplingParams& params, std::vector<double>& probs) {
   sampler_.distribution(logits, settings_of(params), probs);
+}
+
+void RuntimeStack::create_semantic_cache(const Config& config, EmbeddingWorker* encoder) {
+  if (!config.semantic_cache) return;
+  const loom_semantic_cache_create_args args = semantic_cache_create_args(encoder);
+  semantic_cache_ = host_->create(spec_of(LOOM_KIND_SEMANTIC_CACHE, *config.semantic_cache), &args);
 }
 
 std::unique_ptr<LoadedPlugin> RuntimeStack::create_speculator(const Config& config) {

@@ -1,7 +1,8 @@
 // Everything the engine thread drives, assembled from a config in dependency order:
 //   model file -> tokenizer -> thread pool -> plugin host -> cache (asks for the pool) -> KV pool
-//   -> attention + quantization -> model executor -> scheduler -> (cache_offload, semantic_cache)
-// and the calls one step makes into them (see RuntimeStack). Members are destroyed in reverse, so
+//   -> attention + quantization -> model executor -> scheduler -> (cache_offload), then the
+// semantic_cache once the engine has its encoder (create_semantic_cache), and the calls one step
+// makes into them (see RuntimeStack). Members are destroyed in reverse, so
 // every plugin instance is gone before the libraries and the thread pool.
 #pragma once
 
@@ -36,6 +37,7 @@
 namespace loom {
 
 class DraftModelService;
+class EmbeddingWorker;
 
 // The plugins a forward pass calls: attention, created for the model's heads and the KV pool's
 // dtype and block size, then quantization, both on the CPU. The engine's stack and
@@ -113,7 +115,11 @@ class RuntimeStack {
   // True while the tier copy worker still has copies queued or running: they free staging
   // buffers, so the published stats change without an engine step.
   bool tier_copies_pending() const;
-  // The semantic_cache plugin; nullptr when [semantic_cache] is absent.
+  // Creates the [semantic_cache] plugin (if the table is present) with the host's embed callback
+  // over `encoder` (semantic_cache interface 1.2; null: the server has no [embedding] model).
+  // The encoder is only used during the call.
+  void create_semantic_cache(const Config& config, EmbeddingWorker* encoder);
+  // The semantic_cache plugin; nullptr when [semantic_cache] is absent or not created yet.
   const LoadedPlugin* semantic_cache_plugin() const { return semantic_cache_.get(); }
 
   std::unique_ptr<ModelSource> model;  // a GGUF file or a Hugging Face directory

@@ -76,6 +76,8 @@ const std::vector<KindInfo>& all_kinds() {
            {0, LOOM_SIZE_THROUGH(loom_semantic_cache_vtable, store), 0},  // no create args
            // + needs_embedding, stats; the query and answer grow (host-filled, struct_size says)
            {1, sizeof(loom_semantic_cache_vtable), 0},
+           // + create args: the host's embed callback (a calibration set is embedded at create)
+           {2, sizeof(loom_semantic_cache_vtable), sizeof(loom_semantic_cache_create_args)},
        }},
       {LOOM_KIND_SPECULATOR, "speculator", LOOM_SPECULATOR_IFACE_MAJOR, LOOM_SPECULATOR_IFACE_MINOR,
        {

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "core/engine/embedding_worker.hpp"
+#include "core/engine/semantic_cache_embed.hpp"
 #include "core/server/api_error.hpp"
 #include "core/server/semantic_cache_engines.hpp"
 
@@ -92,15 +93,8 @@ std::optional<SemanticQuery> semantic_query_for(const ApiContext& api, const Htt
   q.text = in.text;
   q.context = hex_digest(in.context);
   if (cache->needs_embedding()) {
-    EmbeddingWorker* encoder = api.engine.embeddings();
-    std::vector<int32_t> ids = encoder->tokenize(q.text);
-    // Too long for the encoder: its start and the closing [SEP] (the prompt tokens stay exact).
-    if (static_cast<int32_t>(ids.size()) > encoder->max_tokens()) {
-      const int32_t sep = ids.back();
-      ids.resize(static_cast<size_t>(encoder->max_tokens() - 1));
-      ids.push_back(sep);
-    }
-    EmbeddingResult e = encoder->embed({std::move(ids)});
+    // Too long for the encoder: its start (the prompt tokens stay exact).
+    EmbeddingResult e = embed_question(*api.engine.embeddings(), q.text);
     if (!e.error.empty()) {
       *skipped = "skip; embedding failed";
       return std::nullopt;

@@ -184,6 +184,38 @@ TEST_F(AbiVersions, SemanticCache10LoadsAndReturnsWhatItStored) {
   EXPECT_EQ(std::string(back, got.length), "hello");
 }
 
+// A 1.1 plugin (no create args) loads beside a host that hands 1.2's create args with an embed
+// callback it never reads; its 1.1 members (needs_embedding, stats, the answer's similarity) work.
+TEST_F(AbiVersions, SemanticCache11LoadsWithTheHostsCreateArgsAndReportsItsStats) {
+  loom_semantic_cache_create_args args{};
+  args.struct_size = sizeof(args);
+  args.embedding_dim = 4;
+  args.embed = [](void*, const char*, size_t, float*, loom_error_buf*) { return LOOM_ERR_INTERNAL; };
+  auto p = host_.create(spec(LOOM_KIND_SEMANTIC_CACHE, "old_1_1"), &args);
+  EXPECT_EQ(p->desc().iface_minor, 1u);
+  const auto& vt = p->vtable<loom_semantic_cache_vtable>();
+  EXPECT_EQ(vt.struct_size, sizeof(loom_semantic_cache_vtable));
+  EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).version(1).create_args_size, 0u);
+  EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).version(2).create_args_size, sizeof(loom_semantic_cache_create_args));
+  EXPECT_EQ(vt.needs_embedding(p->self()), 0);
+  char text[16] = "hello";
+  loom_semantic_answer answer{sizeof(answer), text, sizeof(text), 5, 1, 0, 1.0f};
+  loom_semantic_query query{};
+  query.struct_size = sizeof(query);
+  p->call("store", &loom_semantic_cache_vtable::store, &query, &answer);
+  char back[16] = {};
+  loom_semantic_answer got{sizeof(got), back, sizeof(back), 0, 0, 0, 1.0f};
+  int32_t hit = 0;
+  p->call("lookup", &loom_semantic_cache_vtable::lookup, &query, &hit, &got);
+  EXPECT_EQ(hit, 1);
+  EXPECT_EQ(std::string(back, got.length), "hello");
+  EXPECT_FLOAT_EQ(got.similarity, 0.5f);
+  loom_semantic_cache_stats st{};
+  st.struct_size = sizeof(st);
+  p->call("stats", &loom_semantic_cache_vtable::stats, &st);
+  EXPECT_EQ(st.entries, 1);
+}
+
 // Kinds at minor 0: the build claiming the host's minor + 1 is refused, both versions named.
 TEST_F(AbiVersions, MinorNewerThanTheHostIsRefusedForEveryMinorZeroKind) {
   for (loom_plugin_kind kind : {LOOM_KIND_SCHEDULER, LOOM_KIND_CACHE_OFFLOAD, LOOM_KIND_SEMANTIC_CACHE}) {

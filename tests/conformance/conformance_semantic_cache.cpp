@@ -42,12 +42,13 @@ SemanticQuery base_query() {
 class SemanticCacheConformance : public ::testing::TestWithParam<std::string> {
  protected:
   std::unique_ptr<SemanticCacheClient> open(const std::string& config = "{}") {
-    plugin_ = conformance::create_or_skip(host_, LOOM_KIND_SEMANTIC_CACHE, GetParam(), nullptr, &skip_, config);
+    plugin_ = conformance::create_or_skip(host_, LOOM_KIND_SEMANTIC_CACHE, GetParam(), &args_, &skip_, config);
     if (!plugin_) return nullptr;
     return std::make_unique<SemanticCacheClient>(*plugin_, SemanticCacheGuards{});
   }
   ThreadPool threads_{1};
   PluginHost host_{threads_, {}};
+  loom_semantic_cache_create_args args_{sizeof(loom_semantic_cache_create_args), 0, nullptr, nullptr};  // no encoder
   std::unique_ptr<LoadedPlugin> plugin_;
   std::string skip_;
 };
@@ -143,7 +144,7 @@ TEST_P(SemanticCacheConformance, AnswersExpireAfterTheirTtl) {
 }
 
 TEST_P(SemanticCacheConformance, NearQuestionsHitAboveTheThresholdOnly) {
-  auto c = open();  // the embedding plugin's default threshold, 0.95
+  auto c = open();  // the embedding plugin's default threshold, 0.96
   if (!c) GTEST_SKIP() << skip_;
   c->store(base_query(), kAnswer);
   SemanticQuery near = base_query();
@@ -169,7 +170,7 @@ TEST_P(SemanticCacheConformance, NearQuestionsHitAboveTheThresholdOnly) {
 TEST_P(SemanticCacheConformance, ABadConfigIsRefusedNamingEveryKey) {
   std::string skip;
   try {
-    host_.create(PluginSpec{LOOM_KIND_SEMANTIC_CACHE, GetParam(), "", R"({"capacity": 0, "colour": "red"})"}, nullptr);
+    host_.create(PluginSpec{LOOM_KIND_SEMANTIC_CACHE, GetParam(), "", R"({"capacity": 0, "colour": "red"})"}, &args_);
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
     const std::string m = e.what();

@@ -61,7 +61,7 @@ struct KindTraits<loom_semantic_cache_vtable> {
   static constexpr loom_plugin_kind kKind = LOOM_KIND_SEMANTIC_CACHE;
   static constexpr uint32_t kMajor = LOOM_SEMANTIC_CACHE_IFACE_MAJOR;
   static constexpr uint32_t kMinor = LOOM_SEMANTIC_CACHE_IFACE_MINOR;
-  using CreateArgs = void;
+  using CreateArgs = loom_semantic_cache_create_args;
 };
 
 // VtableFor<Vtable, T>::kTable is the static vtable for class T.

@@ -14,7 +14,22 @@ extern "C" {
 #endif
 
 #define LOOM_SEMANTIC_CACHE_IFACE_MAJOR 1
-#define LOOM_SEMANTIC_CACHE_IFACE_MINOR 1
+#define LOOM_SEMANTIC_CACHE_IFACE_MINOR 2
+
+/* Embeds `text` (UTF-8, len bytes) with the host's [embedding] model: writes its L2-normalised
+ * sentence embedding to out[embedding_dim]. Thread-safe; may block for the encoder. */
+typedef loom_status (*loom_semantic_embed_fn)(void* ctx, const char* text, size_t len, float* out,
+                                              loom_error_buf* err);
+
+/* What the host hands create() (1.2; a 1.0 or 1.1 plugin has none and reads none). Valid
+ * during create() only: a plugin embeds what it needs there (a calibration set) and keeps no
+ * pointer to it. */
+typedef struct loom_semantic_cache_create_args {
+  uint32_t struct_size;
+  int32_t embedding_dim;        /* the [embedding] model's dimension; 0 when the server has none */
+  loom_semantic_embed_fn embed; /* NULL when the server has no [embedding] model */
+  void* embed_ctx;              /* passed to embed */
+} loom_semantic_cache_create_args;
 
 /* One request as the cache sees it: the model, the tenant and the final prompt (after the chat
  * template), plus a canonical text of every parameter that changes the answer. Members after
