@@ -37,6 +37,25 @@ TEST_F(Slo, PrefillChunkMeetsTheTightestTpot) {
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 1}, {3, 1}, {4, 1}}));
 }
 
+// A lower class mid-prefill does not hold the step's prefill time against a higher class that
+// arrives: the newcomer is admitted first, the long prompt gets what is left.
+TEST_F(Slo, AHigherClassArrivalGoesBeforeALowerClassPrefillInProgress) {
+  make(R"({"max_num_batched_tokens": 64, "tpot_headroom": 1.0, "min_prefill_chunk": 1, "aging_ms": 0})", 1000);
+  model_ = linear_model;
+  add_slo(1, 2, 100, 0, 0, /*tpot_ms=*/2, 0);
+  EXPECT_EQ(step(), (Sched{{1, 2}}));
+  add_slo(2, 40, 100, /*priority=*/-1, 0, 0, 1);  // best effort, a long prompt
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 8}}));  // 1000 + 200 + 100 x 8 = 2 ms
+  add_slo(3, 8, 100, /*priority=*/0, 0, 0, 2);
+  // 3 takes the 8 prompt tokens the bound allows; 2's next chunk waits for a step with room.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {3, 8}}));
+  // Two decodes (1400 us) leave 600 us: 6 of 2's prompt tokens.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {3, 1}, {2, 6}}));
+  // Equal classes keep the running prefill first.
+  add_slo(4, 8, 100, /*priority=*/-1, 0, 0, 3);
+  EXPECT_EQ(step(), (Sched{{1, 1}, {3, 1}, {2, 6}}));
+}
+
 TEST_F(Slo, EarliestDeadlineFirstWithinAClassStrictPriorityAcross) {
   make(R"({"max_num_seqs": 1, "aging_ms": 0})", 1000);
   now_us_ = 100;
