@@ -16,7 +16,8 @@ class Slo : public SchedulerSteps {
 int64_t linear_model(int32_t prefill, int32_t decode, int64_t) { return 1000 + 100 * prefill + 200 * decode; }
 
 TEST_F(Slo, PrefillChunkMeetsTheTightestTpot) {
-  make(R"({"max_num_batched_tokens": 64, "tpot_headroom": 1.0, "min_prefill_chunk": 1})", 1000);
+  // Only running decodes' targets (ARecentTpotTargetStillBoundsTheStep has the remembered ones).
+  make(R"({"max_num_batched_tokens": 64, "tpot_headroom": 1.0, "min_prefill_chunk": 1, "tpot_memory_ms": 0})", 1000);
   model_ = linear_model;
   add_slo(1, 2, 100, 0, 0, /*tpot_ms=*/2, 0);
   EXPECT_EQ(step(), (Sched{{1, 2}}));  // nothing decodes yet: no bound
@@ -54,6 +55,24 @@ TEST_F(Slo, AHigherClassArrivalGoesBeforeALowerClassPrefillInProgress) {
   // Equal classes keep the running prefill first.
   add_slo(4, 8, 100, /*priority=*/-1, 0, 0, 3);
   EXPECT_EQ(step(), (Sched{{1, 1}, {3, 1}, {2, 6}}));
+}
+
+// A TPOT target seen within tpot_memory_ms bounds the step even when no decode with a target
+// runs: the next interactive arrival would wait out a long best-effort prefill step.
+TEST_F(Slo, ARecentTpotTargetStillBoundsTheStep) {
+  make(R"({"max_num_batched_tokens": 64, "tpot_headroom": 1.0, "min_prefill_chunk": 1, "aging_ms": 0,
+           "tpot_memory_ms": 5})",
+       1000);
+  model_ = linear_model;
+  add_slo(1, 2, 3, 0, 0, /*tpot_ms=*/2, 0);
+  EXPECT_EQ(step(), (Sched{{1, 2}}));  // 1 finishes: its 2 prompt tokens, then its one token
+  now_us_ = 1000;
+  add_slo(2, 40, 100, /*priority=*/-1, 0, 0, 1000);
+  EXPECT_EQ(step(), (Sched{{2, 10}}));  // 1000 + 100 x 10 = 2 ms, 1's target
+  now_us_ = 5000;
+  EXPECT_EQ(step(), (Sched{{2, 10}}));  // 5 ms after 1 arrived: still remembered
+  now_us_ = 5001;
+  EXPECT_EQ(step(), (Sched{{2, 20}}));  // forgotten: no bound
 }
 
 TEST_F(Slo, EarliestDeadlineFirstWithinAClassStrictPriorityAcross) {
