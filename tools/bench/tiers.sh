@@ -11,16 +11,24 @@
 # after a restart: Loom host+disk restarted on the same disk folder, and llama-server restarted
 # (its prompt cache lives in RAM), each sent the first prompt of the run again.
 #
+# WORKLOAD=multi-turn instead runs C conversations of T turns (each turn U new tokens and an
+# answer of A), one request at a time, the conversations taking turns, so each comes back after
+# the others have pushed its history out of the pool (the working set, C x T x (U + A) tokens, is
+# again 4x the pool); no restart measurement there.
+#
 #   tools/bench/tiers.sh [BUILD_DIR]
-# Env: ROUNDS (3), NUM_GROUPS (8), PREFIX_LEN (512), SUFFIX_LEN (64), OUTPUT_LEN (16), PROMPTS
-# (32), THREADS (nproc), PRESET (llama-125m), PORT (18470), ENGINES (the Loom runs: "none host
+# Env: WORKLOAD (shared-prefix | multi-turn), ROUNDS (3); shared-prefix: NUM_GROUPS (8),
+# PREFIX_LEN (512), SUFFIX_LEN (64), OUTPUT_LEN (16), PROMPTS (32); multi-turn: CONVERSATIONS
+# (16), TURNS (4), TURN_LEN (128), ANSWER_LEN (64); THREADS (nproc), PRESET (llama-125m), PORT (18470), ENGINES (the Loom runs: "none host
 # host_disk"; host_disk needs host before it), PEER (1: include llama-server, built by
 # tools/peers/build-llama-cpp.sh on first use). Writes BUILD_DIR/bench-results/tiers/.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "${1:-$root/build}" && pwd)"
 bin="$build/bin"
+workload="${WORKLOAD:-shared-prefix}"
 out="$build/bench-results/tiers"
+[[ "$workload" == shared-prefix ]] || out="$build/bench-results/tiers-$workload"
 rounds="${ROUNDS:-3}"
 groups="${NUM_GROUPS:-8}"
 prefix_len="${PREFIX_LEN:-512}"
@@ -31,6 +39,10 @@ threads="${THREADS:-$(nproc)}"
 preset="${PRESET:-llama-125m}"
 port="${PORT:-18470}"
 peer="${PEER:-1}"
+conversations="${CONVERSATIONS:-16}"
+turns="${TURNS:-4}"
+turn_len="${TURN_LEN:-128}"
+answer_len="${ANSWER_LEN:-64}"
 block_size=16
 mkdir -p "$out"
 rm -rf "${out:?}"/*.json "$out"/*.txt "$out"/*.metrics "$out"/*.log "$out/disk"
@@ -44,8 +56,19 @@ llama_bin=""
 
 # The pool holds a quarter of the working set (groups x prefix_len tokens), plus room for the
 # request in flight's suffix, BOS and output. llama-server gets the same number of KV tokens.
-working_set=$(( groups * prefix_len ))
-pool_blocks=$(( (working_set / 4 + suffix_len + output_len + 1 + block_size - 1) / block_size ))  # + 1: BOS
+if [[ "$workload" == shared-prefix ]]; then
+  working_set=$(( groups * prefix_len ))
+  dataset=(--dataset-name shared-prefix --num-groups "$groups" --prefix-len "$prefix_len" --suffix-len "$suffix_len"
+           --output-len "$output_len")
+  pool_blocks=$(( (working_set / 4 + suffix_len + output_len + 1 + block_size - 1) / block_size ))  # + 1: BOS
+else
+  working_set=$(( conversations * turns * (turn_len + answer_len) ))
+  dataset=(--dataset-name multi-turn --num-turns "$turns" --random-input-len "$turn_len" --random-output-len "$answer_len"
+)
+  prompts="$conversations"
+  # The last turn carries the whole conversation (and a newline between turns) and its answer.
+  pool_blocks=$(( (working_set / 4 + turns * 2 + answer_len + 1 + block_size - 1) / block_size ))
+fi
 pool_tokens=$(( pool_blocks * block_size ))
 
 server_pid=""
@@ -104,10 +127,8 @@ metric() {  # metric NAME_AND_LABELS: the value of one series of /metrics (0 whe
 }
 
 bench() {  # bench JSON [PROMPTS]: the shared-prefix workload, one request at a time
-  "$bin/loom-bench" serve --base-url "http://127.0.0.1:$port" --tokenizer "$model" \
-    --dataset-name shared-prefix --num-groups "$groups" --prefix-len "$prefix_len" --suffix-len "$suffix_len" \
-    --output-len "$output_len" --num-prompts "${2:-$prompts}" --max-concurrency 1 --seed 1 \
-    --json "$1" >"${1%.json}.txt"
+  "$bin/loom-bench" serve --base-url "http://127.0.0.1:$port" --tokenizer "$model" "${dataset[@]}" \
+    --num-prompts "${2:-$prompts}" --max-concurrency 1 --seed 1 --json "$1" >"${1%.json}.txt"
 }
 
 record() {  # record NAME ROUND COMPUTED: one line of raw results (ttft p50, p99, prefill computed)
@@ -120,7 +141,7 @@ PY
 }
 
 run_loom() {  # run_loom NAME ROUND TIERS_TOML
-  echo "== round $2: $1 ($prompts prompts, $groups groups x $prefix_len prefix tokens, pool $pool_blocks blocks)" >&2
+  echo "== round $2: $1 ($workload, working set $working_set tokens, pool $pool_blocks blocks)" >&2
   [[ "$1" == host_disk ]] && rm -rf "$out/disk"
   start_loom "$1" "$3"
   bench "$out/$1.r$2.json"
@@ -131,7 +152,7 @@ run_loom() {  # run_loom NAME ROUND TIERS_TOML
   record "$1" "$2" "$(python3 -c "print(int($prompt - $hits - $restored))")"
   curl -sf "http://127.0.0.1:$port/metrics" | grep -E 'kv_tier_|lower_tier' >"$out/$1.metrics" || true
   stop_server   # a graceful stop: host_disk spills its pool and host tier to the disk folder
-  if [[ "$1" == host_disk ]]; then
+  if [[ "$1" == host_disk && "$workload" == shared-prefix ]]; then
     start_loom "$1" "$3"
     bench "$out/restart_loom.r$2.json" 1
     stop_server
@@ -144,6 +165,7 @@ run_llama() {  # run_llama ROUND
   bench "$out/llama.r$1.json"
   record llama "$1" "$(metric "llamacpp:prompt_tokens_total")"
   stop_server
+  [[ "$workload" == shared-prefix ]] || return 0
   start_llama
   bench "$out/restart_llama.r$1.json" 1
   stop_server
@@ -212,10 +234,12 @@ def first_ttft(prefix):
         try: t.append(json.load(open(f"{out}/{prefix}.r{r}.json"))["requests"][0]["ttft_ms"])
         except (OSError, KeyError, IndexError): pass
     return t
-print("\nFirst request after a restart (the run's first prompt again):\n")
-print("| engine | TTFT (ms), median | per round |")
-print("|---|---|---|")
-for prefix, label in (("restart_loom", "Loom, host + disk (disk folder kept)"), ("restart_llama", "llama-server (prompt cache in RAM)")):
-    t = first_ttft(prefix)
-    if t: print(f"| {label} | {statistics.median(t):.0f} | {' / '.join(f'{x:.0f}' for x in t)} |")
+restarts = [(label, first_ttft(prefix)) for prefix, label in
+            (("restart_loom", "Loom, host + disk (disk folder kept)"), ("restart_llama", "llama-server (prompt cache in RAM)"))]
+if any(t for _, t in restarts):
+    print("\nFirst request after a restart (the run's first prompt again):\n")
+    print("| engine | TTFT (ms), median | per round |")
+    print("|---|---|---|")
+    for label, t in restarts:
+        if t: print(f"| {label} | {statistics.median(t):.0f} | {' / '.join(f'{x:.0f}' for x in t)} |")
 PY
