@@ -31,17 +31,7 @@ model="$build/bench-models/$preset-$dtype.gguf"
   --vocab-from "$root/tests/data/vocab/ggml-vocab-llama-spm.gguf" -o "$model" >&2
 llama_bin="$("$root/tools/peers/build-llama-cpp.sh")"
 
-server_pid=""
-stop_server() { if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi; server_pid=""; }
-trap stop_server EXIT
-wait_up() {  # wait_up NAME LOG
-  for _ in $(seq 1 600); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  echo "concurrency.sh: $1 did not start" >&2; tail -20 "$2" >&2; exit 1
-}
+source "$root/tools/bench/one_server.sh"
 
 run() {  # run ENGINE CONCURRENCY ROUND
   local log="$out/$1-c$2-r$3.log"

@@ -71,18 +71,7 @@ else
 fi
 pool_tokens=$(( pool_blocks * block_size ))
 
-server_pid=""
-stop_server() { if [[ -n "$server_pid" ]]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi; server_pid=""; }
-trap stop_server EXIT
-
-wait_up() {  # wait_up NAME LOG
-  for _ in $(seq 1 600); do
-    curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.2
-  done
-  echo "tiers: $1 did not start" >&2; cat "$2" >&2; exit 1
-}
+source "$root/tools/bench/one_server.sh"
 
 start_loom() {  # start_loom NAME TIERS_TOML
   cat >"$out/$1.toml" <<TOML
