@@ -120,9 +120,10 @@ class SloScheduler {
     // 3. The step's time bound: tpot_headroom x the tightest TPOT among the running decodes and
     //    the requests that arrived in the last tpot_memory_ms (default_tpot_ms when none has
     //    one). The recent ones count because the next interactive request waits out the step in
-    //    progress: a best-effort prompt prefilled whole in one step while no interactive decode
-    //    happened to run (a second and more for 1024 tokens) showed as interactive TTFT p99 of
-    //    3.9 s in the mixed-load benchmark. Prefill chunks, of running partial prefills and of
+    //    progress, and without them a best-effort prompt could be prefilled whole in one step
+    //    (a second and more for 1024 tokens) whenever no interactive decode happened to run (the
+    //    likely cause of an interactive TTFT p99 of 3.9 s in one mixed-load round; with the
+    //    rule, 172-970 ms in four). Prefill chunks, of running partial prefills and of
     //    admissions alike, are cut so that the host's predicted step stays within it
     //    (StepTimeBudget), so a decode's next token never waits behind a long prompt; a step
     //    still takes min_prefill_chunk prompt tokens so prompts never starve.
