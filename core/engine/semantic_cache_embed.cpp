@@ -1,9 +1,10 @@
 #include "core/engine/semantic_cache_embed.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <exception>
 #include <string>
+
+#include "loom/sdk_core.hpp"
 
 namespace loom {
 namespace {
@@ -20,12 +21,7 @@ loom_status embed_callback(void* ctx, const char* text, size_t len, float* out, 
     std::copy(r.vectors.begin(), r.vectors.end(), out);
     return LOOM_OK;
   }
-  if (err != nullptr && err->data != nullptr && err->capacity > 0) {
-    const std::string m = "embedding failed: " + (r.error.empty() ? std::string("no vector") : r.error);
-    const size_t n = std::min(m.size(), err->capacity - 1);
-    std::memcpy(err->data, m.data(), n);
-    err->data[n] = '\0';
-  }
+  loom::sdk::write_error(err, "embedding failed: " + (r.error.empty() ? std::string("no vector") : r.error));
   return LOOM_ERR_INTERNAL;
 }
 

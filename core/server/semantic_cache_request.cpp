@@ -93,7 +93,7 @@ std::optional<SemanticQuery> semantic_query_for(const ApiContext& api, const Htt
   q.text = in.text;
   q.context = hex_digest(in.context);
   if (cache->needs_embedding()) {
-    // Too long for the encoder: its start (the prompt tokens stay exact).
+    // Only the cache's question is cut to the encoder's length; the prompt tokens stay exact.
     EmbeddingResult e = embed_question(*api.engine.embeddings(), q.text);
     if (!e.error.empty()) {
       *skipped = "skip; embedding failed";

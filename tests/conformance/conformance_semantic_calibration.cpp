@@ -118,6 +118,16 @@ TEST_F(SemanticCalibration, AThresholdBesideACalibrationSetIsRefusedNamingBoth) 
   }
 }
 
+TEST_F(SemanticCalibration, ATargetWithoutACalibrationSetIsRefused) {
+  try {
+    open(R"({"target_false_hit_rate": 0.05})");
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("\"target_false_hit_rate\" is read only with \"calibration\""), std::string::npos) << m;
+  }
+}
+
 TEST_F(SemanticCalibration, ACalibrationSetNeedsTheHostsEncoder) {
   try {
     open(R"({"calibration": ")" + kFixture + R"("})", /*with_encoder=*/false);

@@ -126,6 +126,9 @@ class EmbeddingCache {
               if (given.count("threshold") != 0 && given.count("calibration") != 0)
                 problems.push_back("\"threshold\" and \"calibration\" both given: the calibration set picks the "
                                    "threshold; give one of them");
+              if (given.count("target_false_hit_rate") != 0 && given.count("calibration") == 0)
+                problems.push_back("\"target_false_hit_rate\" is read only with \"calibration\" (the set it is "
+                                   "measured on)");
             });
     return spec;
   }
