@@ -36,6 +36,7 @@ constexpr double kQ4_0Bound = 0.06;
 constexpr double kInt4Bound = 0.06;
 constexpr double kKvInt8Bound = 0.01;
 constexpr double kKvFp8Bound = 0.02;
+constexpr double kComputeBf16Bound = 0.005;
 
 PerplexityOptions options(const std::string& model = kModel) {
   PerplexityOptions o;
@@ -127,6 +128,19 @@ TEST(BenchAccuracy, KvFp8WithinTwoPercent) {
   PerplexityOptions o = options();
   o.kv_dtype = "fp8_e4m3";
   expect_within(perplexity_of(o), kKvFp8Bound, "kv fp8_e4m3");
+}
+
+// quantization none with compute = "bf16" (weights and activations rounded to bfloat16 on
+// AVX512-BF16): issue 18 asks for perplexity within 0.5% of f32. Without the instructions the
+// plugin computes exactly, so there is nothing to bound.
+TEST(BenchAccuracy, ComputeBf16WithinHalfAPercent) {
+  if (!(__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512bf16")))
+    GTEST_SKIP() << "this CPU has no AVX512-BF16: compute = \"bf16\" falls back to the exact path";
+  PerplexityOptions o = options();
+  o.quantization = "none";
+  o.quantization_config = R"({"compute": "bf16"})";
+  expect_within(perplexity_of(o), kComputeBf16Bound, "none compute bf16");
 }
 
 // The logit error is 0 against itself and grows with coarser weights: the measure can tell.

@@ -156,7 +156,8 @@ TEST(QuantizationNone, SaysWhyItRefusesADtype) {
 // a short last one here) never change an element's reduction order. in = 91 = 2 x 32 + 3 x 8 + 3
 // exercises the decode kernel's unrolled steps, its single 8-lane steps and the tail.
 // Every n in `ns` gives, row for row, the bits of the rows computed one at a time: for f32, f16
-// and bf16 weights [out, in], portable and AVX2 kernels, on n_threads host threads (one thread:
+// and bf16 weights [out, in], portable and AVX2 kernels and compute = "bf16" (the AVX512-BF16
+// kernels where the CPU has them, else the exact ones), on n_threads host threads (one thread:
 // each linear is one share; more: a prefill takes the shared-x path).
 void expect_batch_invariant(int64_t in, int64_t out, const std::vector<int64_t>& ns, uint64_t seed,
                             int32_t n_threads) {
@@ -176,7 +177,7 @@ void expect_batch_invariant(int64_t in, int64_t out, const std::vector<int64_t>&
     w16[i] = f32_to_f16(w[i]);
     wb16[i] = f32_to_bf16(w[i]);
   }
-  for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})"}) {
+  for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})", R"({"compute": "bf16"})"}) {
     const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
     const auto& vt = p->vtable<loom_quantization_vtable>();
     for (const auto& [dtype, data] : {std::pair<loom_dtype, void*>{LOOM_DTYPE_F32, w.data()},
@@ -218,6 +219,75 @@ TEST(QuantizationNone, BlockedGemmIsBatchInvariant) {
   for (const int32_t t : {1, 2}) expect_batch_invariant(1100, 37, {150, 300}, 12, t);
   // 13 panels, the last partial: several chunks of the shared-x prefill per row block.
   expect_batch_invariant(1100, 200, {150, 300}, 13, 2);
+}
+
+// compute = "bf16" through the plugin: each y within bf16's rounding of the double product
+// (x and W each rounded to 8 significant bits: |error| <= 2^-7 x sum |x_k w_k|, with room for
+// the f32 adds), and on a CPU with AVX512-BF16 not the exact path's bits (the mode took effect);
+// on one without, exactly the exact path's bits (the mode falls back, saying so at start-up).
+TEST(QuantizationNone, ComputeBf16StaysWithinBf16Rounding) {
+  ThreadPool threads(2);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  const int64_t in = 1100, out = 70;
+  std::mt19937_64 rng(5);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(out * in));
+  for (auto& e : w) e = u(rng);
+  std::vector<uint16_t> w16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) w16[i] = f32_to_f16(w[i]);
+  for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{40}}) {
+    std::vector<float> x(static_cast<size_t>(n * in));
+    for (auto& e : x) e = u(rng);
+    std::map<std::string, std::vector<float>> ys;
+    for (const char* config : {R"({"compute": "exact"})", R"({"compute": "bf16"})"}) {
+      const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
+      const auto& vt = p->vtable<loom_quantization_vtable>();
+      const loom_tensor_view wv = mat(w16.data(), LOOM_DTYPE_F16, out, in);
+      void* handle = nullptr;
+      p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
+      std::vector<float>& y = ys[config];
+      y.assign(static_cast<size_t>(n * out), NAN);
+      const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, in);
+      loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, out);
+      p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
+      vt.release_weight(p->self(), handle);
+    }
+    const std::vector<float>& exact = ys[R"({"compute": "exact"})"];
+    const std::vector<float>& bf16 = ys[R"({"compute": "bf16"})"];
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t o = 0; o < out; ++o) {
+        double dot = 0, mag = 0;
+        for (int64_t k = 0; k < in; ++k) {
+          const double p = static_cast<double>(x[static_cast<size_t>(t * in + k)]) * f16_to_f32(w16[static_cast<size_t>(o * in + k)]);
+          dot += p;
+          mag += std::fabs(p);
+        }
+        const size_t i = static_cast<size_t>(t * out + o);
+        ASSERT_LE(std::fabs(bf16[i] - dot), std::ldexp(1.0, -7) * mag) << "n " << n << ", row " << t << ", feature " << o;
+      }
+    const bool has_bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512bf16");
+    if (has_bf16)
+      EXPECT_NE(std::memcmp(bf16.data(), exact.data(), exact.size() * sizeof(float)), 0) << "n " << n;
+    else
+      EXPECT_EQ(std::memcmp(bf16.data(), exact.data(), exact.size() * sizeof(float)), 0) << "n " << n;
+  }
+}
+
+TEST(QuantizationNone, RejectsAnUnknownComputeValue) {
+  ThreadPool threads(1);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  try {
+    host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", R"({"compute": "fp16"})"}, &a);
+    FAIL() << "a bad compute value was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"compute\" must be \"exact\" or \"bf16\""), std::string::npos) << e.what();
+  }
 }
 
 TEST(QuantizationNone, RejectsAnUnknownSimdValue) {

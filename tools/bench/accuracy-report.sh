@@ -72,6 +72,7 @@ run "INT4 group 128, zero points" int4 '{"group_size":128}' f32 ""
 run "INT4 group 32, zero points" int4 '{"group_size":32}' f32 ""
 run "INT4 group 32, symmetric" int4 '{"group_size":32,"zero_point":false}' f32 ""
 run "FP8 E4M3" fp8 '{}' f32 ""
+run "f32, bf16 compute" none '{"compute":"bf16"}' f32 ""
 run "GGUF Q8_0" gguf '{}' f32 q8_0
 run "GGUF Q4_0" gguf '{}' f32 q4_0
 run "GGUF Q4_K" gguf '{}' f32 q4_k

@@ -28,6 +28,7 @@
 #include "loom/sdk.hpp"
 #include "loom/sdk_dtype.hpp"
 #include "common/weight_pages.hpp"
+#include "none_bf16.hpp"
 #include "none_panel.hpp"
 
 namespace {
@@ -41,8 +42,28 @@ using loom_none::kPanel;
 constexpr int64_t kShareAlign = 4;
 
 struct Options {
-  bool simd = true;  // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
+  bool simd = true;   // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
+  bool bf16 = false;  // "compute": "exact" (default) or "bf16" (none_bf16.hpp)
 };
+
+// The kernels the options ask for on this CPU. compute = "bf16" runs only where the CPU has
+// AVX512-BF16 (and simd is "auto"); elsewhere the exact kernels run, and the start-up log says so.
+loom_none::PanelKernels choose_kernels(const loom::sdk::Host& host, const Options& opt, bool& bf16) {
+  bf16 = false;
+#ifdef LOOM_NONE_HAVE_AVX2
+  if (opt.bf16 && opt.simd && loom_none::cpu_has_avx512_bf16()) {
+    bf16 = true;
+    host.log(LOOM_LOG_INFO, "quantization none: compute bf16: weights rounded to bfloat16 at load, activations per "
+                            "linear, products summed in f32 by AVX512-BF16 vdpbf16ps (not the exact path's bits)");
+    return loom_none::select_bf16_kernels();
+  }
+#endif
+  if (opt.bf16)
+    host.log(LOOM_LOG_WARN, "quantization none: compute = \"bf16\" ", opt.simd ? "needs AVX512-BF16, which this CPU lacks"
+                                                                             : "needs simd = \"auto\"",
+             "; computing exactly instead");
+  return loom_none::select_panel_kernels(opt.simd);
+}
 
 bool is_supported(loom_dtype t) {
   return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
@@ -62,12 +83,15 @@ class NoneQuantization {
   static constexpr const char* kName = "none";
   using WeightType = Weight;
   static const loom::sdk::ConfigSpec<Options>& config_spec() {
-    static const auto spec = loom_quant::simd_spec<Options>("quantization none");
+    static const auto spec = loom_quant::simd_spec<Options>("quantization none")
+        .choice("compute", &Options::bf16, {{"exact", false}, {"bf16", true}},
+                "\"exact\" (default): f32 arithmetic on the stored weights, batch-invariant bits; \"bf16\": "
+                "weights and activations rounded to bfloat16, AVX512-BF16 dot products (faster, less exact)");
     return spec;
   }
 
   NoneQuantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
-      : host_(host), kernel_(loom_none::select_panel_kernels(opt.simd)) {
+      : host_(host), kernel_(choose_kernels(host, opt, bf16_)) {
     loom_quant::require_cpu(args, kName);
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
   }
@@ -95,15 +119,21 @@ class NoneQuantization {
                   "quantization none: weight must be a 2-d [out, in] view with contiguous rows");
     const int64_t out = w->shape[0], in = w->shape[1];
     auto weight = std::make_unique<Weight>();
-    weight->view = loom_none::PanelView{w->dtype, out, in, (out + kPanel - 1) / kPanel, nullptr};
-    const auto bytes = static_cast<size_t>(loom_none::panel_bytes(weight->view) * weight->view.n_panels);
+    // compute bf16: pair panels of bf16 whatever the stored type (none_bf16.hpp).
+    weight->view = loom_none::PanelView{bf16_ ? LOOM_DTYPE_BF16 : w->dtype, out, in, (out + kPanel - 1) / kPanel, nullptr};
+    const int64_t panel = bf16_ ? loom_none::pairs_of(in) * kPanel * 4 : loom_none::panel_bytes(weight->view);
+    const auto bytes = static_cast<size_t>(panel * weight->view.n_panels);
     weight->panels.reset(::operator new(bytes, std::align_val_t{64}));
     loom_quant::advise_huge_pages(weight->panels.get(), static_cast<int64_t>(bytes));
     // Every thread packs a share of the panels: the copy, and the kernel's zeroing of the fresh
     // (huge) pages it faults in, are most of a model's load time.
     const loom_none::PanelView& v = weight->view;
     host_.parallel_for(v.n_panels, [&](int64_t begin, int64_t end) {
-      loom_none::pack_panels(w->data, w->strides[0], v, weight->panels.get(), begin, end);
+      if (bf16_)
+        loom_none::pack_pair_panels(w->data, w->dtype, w->strides[0], v, static_cast<uint32_t*>(weight->panels.get()),
+                                    begin, end);
+      else
+        loom_none::pack_panels(w->data, w->strides[0], v, weight->panels.get(), begin, end);
     });
     weight->view.data = weight->panels.get();
     // The file's copy is not read again, unless it is the token embedding serving as the tied
@@ -264,6 +294,7 @@ class NoneQuantization {
   }
 
   loom::sdk::Host host_;
+  bool bf16_ = false;  // compute bf16 is on: weights in pair panels, kernel_ the bf16 set
   loom_none::PanelKernels kernel_;
   std::vector<std::vector<float>> scratch_;  // per thread: packed rows of x, reused
   std::vector<float> packed_;                // the prefill's shared packed x, reused
