@@ -5,10 +5,10 @@
 // Why: the exact path's f16 GEMM runs at the f32 FMA limit from about 8 rows on (two cores,
 // ~90% of it in prefill); vdpbf16ps does two multiply-adds per f32 lane and instruction.
 //
-// Micro-kernels: prefill, up to 4 groups of 6 rows by one panel (24 zmm accumulators), a 64-byte
-// panel row of 16 pairs loaded once per pair step and one vdpbf16ps per row with the row's x
-// pair broadcast from memory; the panel's 256-pair block (16 KiB) stays in L1 while the row
-// groups pass, as in none_panel_avx512.cpp. Decode, R rows by P panels (R x P <= 24), the panel
+// Micro-kernels: prefill, up to 2 groups of 6 rows by two panels (24 zmm accumulators), two
+// 64-byte panel rows of 16 pairs loaded per pair step and each row's x pair broadcast once for
+// two vdpbf16ps; the panels' 256-pair blocks (32 KiB) are re-read from L1/L2 as the row groups
+// pass. A weight's odd or partial last panel takes one-panel tiles of up to 24 rows. Decode, R rows by P panels (R x P <= 24), the panel
 // streams prefetched kStreamAhead ahead as the exact decode kernels do.
 //
 // Activations are rounded to bf16 by integer arithmetic that gives loom::sdk::f32_to_bf16's bits
@@ -20,6 +20,7 @@
 #include <cstring>
 
 #include "none_bf16.hpp"
+#include "none_row_tiles.hpp"
 
 #ifdef LOOM_NONE_HAVE_AVX2
 
@@ -59,7 +60,7 @@ using loom_none::kPanel;
 using loom_none::pairs_of;
 using loom_none::PanelView;
 
-constexpr int kGroup = 6;  // rows per packed x group
+constexpr int kGroup = loom_none::kTileGroup;  // rows per packed x group
 
 inline __attribute__((always_inline)) __m512bh as_bh(__m512i v) {
   __m512bh r;
@@ -118,68 +119,57 @@ void pack_rows(const float* x, int64_t xs, int64_t mn, int64_t k0, int64_t kn, u
 
 // ---- shared prefill ----------------------------------------------------------------------
 
-// c[(g * GR + r) * ldc + j] continues its chain over kpn pair steps: c = dpbf16(c, x pair, w pair)
-// with the pair xp[g * GR * kpn + kp * GR + r] and w[kp * 16 + j]. `first` starts at 0.
-template <int NG, int GR>
-inline __attribute__((always_inline)) void micro(const uint32_t* w, const uint32_t* xp, int64_t kpn, float* c,
-                                                 int64_t ldc, bool first) {
+// c[(g * GR + r) * ldc + 16 p + j] (p < P panels, ps pairs apart) continues its chain over kpn
+// pair steps: c = dpbf16(c, x pair, w pair) with the pair xp[g * GR * kpn + kp * GR + r] and
+// w[p * ps + kp * 16 + j]. `first` starts at 0.
+template <int NG, int GR, int P>
+inline __attribute__((always_inline)) void micro(const uint32_t* w, int64_t ps, const uint32_t* xp, int64_t kpn,
+                                                 float* c, int64_t ldc, bool first) {
   constexpr int R = NG * GR;
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
-  for (int64_t kp = 0; kp < kpn; ++kp) {
-    const __m512bh wv = as_bh(_mm512_loadu_si512(w + kp * kPanel));
-    for (int g = 0; g < NG; ++g)
-      for (int r = 0; r < GR; ++r)
-        acc[g * GR + r] = _mm512_dpbf16_ps(
-            acc[g * GR + r], as_bh(_mm512_set1_epi32(static_cast<int>(xp[g * GR * kpn + kp * GR + r]))), wv);
-  }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
-}
-
-// micro() on y with only `cols` valid features (a weight's last panel), through a local tile.
-template <int NG, int GR>
-void tile(const uint32_t* w, const uint32_t* xp, int64_t kpn, float* y, int64_t ys, int64_t cols, bool first) {
-  if (cols == kPanel) {
-    micro<NG, GR>(w, xp, kpn, y, ys, first);
-    return;
-  }
-  constexpr int R = NG * GR;
-  alignas(64) float c[R * kPanel] = {};
-  if (!first)
-    for (int r = 0; r < R; ++r)
-      for (int64_t j = 0; j < cols; ++j) c[r * kPanel + j] = y[r * ys + j];
-  micro<NG, GR>(w, xp, kpn, c, kPanel, first);
+  __m512 acc[R][P];
   for (int r = 0; r < R; ++r)
-    for (int64_t j = 0; j < cols; ++j) y[r * ys + j] = c[r * kPanel + j];
+    for (int p = 0; p < P; ++p) acc[r][p] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + p * kPanel);
+  for (int64_t kp = 0; kp < kpn; ++kp) {
+    __m512bh wv[P];
+    for (int p = 0; p < P; ++p) wv[p] = as_bh(_mm512_loadu_si512(w + p * ps + kp * kPanel));
+    for (int g = 0; g < NG; ++g)
+      for (int r = 0; r < GR; ++r) {
+        const __m512bh xb = as_bh(_mm512_set1_epi32(static_cast<int>(xp[g * GR * kpn + kp * GR + r])));
+        for (int p = 0; p < P; ++p) acc[g * GR + r][p] = _mm512_dpbf16_ps(acc[g * GR + r][p], xb, wv[p]);
+      }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int p = 0; p < P; ++p) _mm512_storeu_ps(c + r * ldc + p * kPanel, acc[r][p]);
 }
 
-// Rows [0, mn) of a row block over pairs [kp0, kp0 + kpn), panels [p_begin, p_end).
+// Rows [0, mn) of a row block over pairs [kp0, kp0 + kpn), panels [p_begin, p_end): whole panels
+// two at a time in tiles of up to 12 rows (half the x broadcasts per vdpbf16ps of one panel by
+// 24 rows: on Zen 4 the 24 x 1 tile ran about a fifth below the FMA kernel's instruction rate,
+// 12 x 2 level with it), a last odd or partial panel alone in tiles of up to 24 rows.
 void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const uint32_t* xp, int64_t mn, int64_t kp0,
                int64_t kpn, float* y, int64_t ys) {
   const auto* wd = static_cast<const uint32_t*>(w.data);
   const int64_t ps = pairs_of(w.in) * kPanel;
   const bool first = kp0 == 0;
-  for (int64_t p = p_begin; p < p_end; ++p) {
+  const int64_t full = w.out / kPanel;  // panels whose 16 features all exist
+  int64_t p = p_begin;
+  for (; p + 2 <= p_end && p + 2 <= full; p += 2) {
+    const uint32_t* wp = wd + p * ps + kp0 * kPanel;
+    float* yp = y + p * kPanel;
+    loom_none::for_each_row_tile<2>(mn, [&]<int NG, int GR>(int64_t b0) {
+      micro<NG, GR, 2>(wp, ps, xp + b0 * kpn, kpn, yp + b0 * ys, ys, first);
+    });
+  }
+  for (; p < p_end; ++p) {
     const uint32_t* wp = wd + p * ps + kp0 * kPanel;
     const int64_t left = w.out - p * kPanel;
     const int64_t cols = left < kPanel ? left : kPanel;
     float* yp = y + p * kPanel;
-    int64_t b0 = 0;
-    for (; b0 + 4 * kGroup <= mn; b0 += 4 * kGroup) tile<4, kGroup>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first);
-    switch ((mn - b0) / kGroup) {
-      case 3: tile<3, kGroup>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); b0 += 3 * kGroup; break;
-      case 2: tile<2, kGroup>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); b0 += 2 * kGroup; break;
-      case 1: tile<1, kGroup>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); b0 += kGroup; break;
-      default: break;
-    }
-    switch (mn - b0) {
-      case 5: tile<1, 5>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); break;
-      case 4: tile<1, 4>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); break;
-      case 3: tile<1, 3>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); break;
-      case 2: tile<1, 2>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); break;
-      case 1: tile<1, 1>(wp, xp + b0 * kpn, kpn, yp + b0 * ys, ys, cols, first); break;
-      default: break;
-    }
+    loom_none::for_each_row_tile<4>(mn, [&]<int NG, int GR>(int64_t b0) {
+      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols, first, [&](float* c, int64_t ldc) {
+        micro<NG, GR, 1>(wp, ps, xp + b0 * kpn, kpn, c, ldc, first);
+      });
+    });
   }
 }
 
@@ -209,7 +199,7 @@ inline __attribute__((always_inline)) void micro_decode(const uint32_t* w, int64
 }
 
 // Panels [p_begin, p_end) for R packed rows: P at a time, then one by one, a partial last panel
-// through a local tile.
+// through on_panel_columns.
 template <int R, int P>
 void decode(const PanelView& w, int64_t p_begin, int64_t p_end, const uint32_t* xp, float* y, int64_t ys) {
   const auto* wd = static_cast<const uint32_t*>(w.data);
@@ -220,13 +210,10 @@ void decode(const PanelView& w, int64_t p_begin, int64_t p_end, const uint32_t* 
   int64_t p = p_begin;
   for (; p + P <= end_full; p += P) micro_decode<R, P>(wd + p * ps, ps, xp, kpn, y + p * kPanel, ys);
   for (; p < end_full; ++p) micro_decode<R, 1>(wd + p * ps, ps, xp, kpn, y + p * kPanel, ys);
-  if (p < p_end) {
-    alignas(64) float c[R * kPanel];
-    micro_decode<R, 1>(wd + p * ps, ps, xp, kpn, c, kPanel);
-    const int64_t cols = w.out - p * kPanel;
-    for (int r = 0; r < R; ++r)
-      for (int64_t j = 0; j < cols; ++j) y[r * ys + p * kPanel + j] = c[r * kPanel + j];
-  }
+  if (p < p_end)
+    loom_none::on_panel_columns<R>(y + p * kPanel, ys, w.out - p * kPanel, true, [&](float* c, int64_t ldc) {
+      micro_decode<R, 1>(wd + p * ps, ps, xp, kpn, c, ldc);
+    });
 }
 
 constexpr int64_t kDecodeRows = 8;

@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "none_panel.hpp"
+#include "none_row_tiles.hpp"
 
 #ifdef LOOM_NONE_HAVE_AVX2
 
@@ -53,7 +54,7 @@ using loom_none::kPanel;
 using loom_none::packed_x_offset;
 using loom_none::PanelView;
 
-constexpr int kGroup = 6;  // rows per packed x group (the AVX2 pack_x layout)
+static_assert(loom_none::kTileGroup == 6, "the AVX2 pack_x packs x in groups of 6 rows");
 
 #include "none_load_avx512.hpp"
 
@@ -75,24 +76,6 @@ inline __attribute__((always_inline)) void micro(const typename Load::T* w, cons
   for (int r = 0; r < R; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
 }
 
-// micro() on y, only its first `cols` features valid (a weight's last, partial panel): the
-// partial tile goes through a local copy.
-template <class Load, int NG, int GR>
-void tile(const typename Load::T* w, const float* xp, int64_t kn, float* y, int64_t ys, int64_t cols, bool first) {
-  if (cols == kPanel) {
-    micro<Load, NG, GR>(w, xp, kn, y, ys, first);
-    return;
-  }
-  constexpr int R = NG * GR;
-  alignas(64) float c[R * kPanel] = {};
-  if (!first)
-    for (int r = 0; r < R; ++r)
-      for (int64_t j = 0; j < cols; ++j) c[r * kPanel + j] = y[r * ys + j];
-  micro<Load, NG, GR>(w, xp, kn, c, kPanel, first);
-  for (int r = 0; r < R; ++r)
-    for (int64_t j = 0; j < cols; ++j) y[r * ys + j] = c[r * kPanel + j];
-}
-
 // Rows [0, mn) of one row block over one k block [k0, k0 + kn), panels [p_begin, p_end): xp is
 // the block as pack_x left it, y its first row. k0 == 0 starts the chains.
 template <class Load>
@@ -107,23 +90,11 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* 
     const int64_t left = w.out - p * kPanel;
     const int64_t cols = left < kPanel ? left : kPanel;
     float* yp = y + p * kPanel;
-    int64_t b0 = 0;
-    for (; b0 + 4 * kGroup <= mn; b0 += 4 * kGroup) tile<Load, 4, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first);
-    switch ((mn - b0) / kGroup) {
-      case 3: tile<Load, 3, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); b0 += 3 * kGroup; break;
-      case 2: tile<Load, 2, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); b0 += 2 * kGroup; break;
-      case 1: tile<Load, 1, kGroup>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); b0 += kGroup; break;
-      default: break;
-    }
-    // The last group has fewer rows, packed [kn][rows].
-    switch (mn - b0) {
-      case 5: tile<Load, 1, 5>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
-      case 4: tile<Load, 1, 4>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
-      case 3: tile<Load, 1, 3>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
-      case 2: tile<Load, 1, 2>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
-      case 1: tile<Load, 1, 1>(wp, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, first); break;
-      default: break;
-    }
+    loom_none::for_each_row_tile<4>(mn, [&]<int NG, int GR>(int64_t b0) {
+      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols, first, [&](float* c, int64_t ldc) {
+        micro<Load, NG, GR>(wp, xp + b0 * kn, kn, c, ldc, first);
+      });
+    });
   }
 }
 
