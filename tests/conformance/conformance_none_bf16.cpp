@@ -68,14 +68,16 @@ std::vector<float> decode(const Bf16Kernels& k, const PanelView& w, const std::v
   return y;
 }
 
-// y [n, out] through the shared prefill: every x block packed, then (row block, 3 panels) items.
-std::vector<float> prefill(const Bf16Kernels& k, const PanelView& w, const std::vector<float>& x, int64_t n) {
+// y [n, out] through the shared prefill: every x block packed, then (row block, `chunk` panels)
+// items.
+std::vector<float> prefill(const Bf16Kernels& k, const PanelView& w, const std::vector<float>& x, int64_t n,
+                           int64_t chunk) {
   std::vector<float> xp(static_cast<size_t>(loom_none::packed_x_floats(n, w.in, w.dtype)));
   for (int64_t b = 0; b < loom_none::packed_x_blocks(n, w.in, w.dtype); ++b) k.pack_x(w, x.data(), w.in, n, b, xp.data());
   std::vector<float> y(static_cast<size_t>(n * w.out), NAN);
   for (int64_t m = 0; m * loom_none::kBlockRows < n; ++m)
-    for (int64_t p = 0; p < w.n_panels; p += 3)
-      k.packed_gemm(w, p, std::min(w.n_panels, p + 3), xp.data(), n, m, y.data(), w.out);
+    for (int64_t p = 0; p < w.n_panels; p += chunk)
+      k.packed_gemm(w, p, std::min(w.n_panels, p + chunk), xp.data(), n, m, y.data(), w.out);
   return y;
 }
 
@@ -107,7 +109,8 @@ void check_kernels(const Bf16Kernels& k) {
   std::mt19937_64 rng(41);
   // in: odd (a half-empty last pair), below one k block, and 1100 (three 512-k blocks, the last
   // partial); out: a partial last panel.
-  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{37, 91}, {70, 1100}, {16, 2}, {5, 1}}) {
+  // 200 features: 12 whole panels, so a short group's 4-8 panel tiles run.
+  for (const auto& [out, in] : {std::pair<int64_t, int64_t>{37, 91}, {70, 1100}, {16, 2}, {5, 1}, {200, 130}}) {
     const PairWeight pw = random_pair_weight(out, in, rng);
     const std::vector<float> x = random_x(150, in, rng);
     // Each row alone through the decode kernel: the bits every other way must give.
@@ -118,12 +121,14 @@ void check_kernels(const Bf16Kernels& k) {
       std::copy(yt.begin(), yt.end(), alone.begin() + t * out);
     }
     expect_near_reference(pw.view, pw.w, x, 150, alone, "decode, one row at a time");
-    for (const int64_t n : {int64_t{2}, int64_t{5}, int64_t{8}, int64_t{9}, int64_t{13}, int64_t{24}, int64_t{31},
-                            int64_t{150}}) {
+    for (const int64_t n : {int64_t{2}, int64_t{5}, int64_t{8}, int64_t{9}, int64_t{13}, int64_t{16}, int64_t{17},
+                            int64_t{24}, int64_t{31}, int64_t{150}}) {
       const std::vector<float> want(alone.begin(), alone.begin() + n * out);
       EXPECT_TRUE(same_bits(decode(k, pw.view, x, n, pw.view.n_panels), want)) << "decode, n = " << n << ", in " << in;
       EXPECT_TRUE(same_bits(decode(k, pw.view, x, n, 1), want)) << "decode one panel at a time, n = " << n;
-      EXPECT_TRUE(same_bits(prefill(k, pw.view, x, n), want)) << "shared prefill, n = " << n << ", in " << in;
+      for (const int64_t chunk : {int64_t{3}, int64_t{9}})
+        EXPECT_TRUE(same_bits(prefill(k, pw.view, x, n, chunk), want))
+            << "shared prefill in chunks of " << chunk << " panels, n = " << n << ", in " << in;
     }
   }
 }

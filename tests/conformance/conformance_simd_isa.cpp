@@ -35,15 +35,16 @@ bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
 // ---- none: packed GEMM ---------------------------------------------------------------------
 
 // y [n, out] from the shared-x prefill path: every x block packed by the AVX2 pack_x, then every
-// (row block, panel) computed by `gemm` in chunks of 3 panels.
+// (row block, panel) computed by `gemm` in chunks of `chunk` panels.
 std::vector<float> prefill(loom_none::PackedGemm gemm, const loom_none::PanelView& w, const std::vector<float>& x,
-                           int64_t n) {
+                           int64_t n, int64_t chunk = 3) {
   std::vector<float> xp(static_cast<size_t>(loom_none::packed_x_floats(n, w.in, w.dtype)));
   for (int64_t b = 0; b < loom_none::packed_x_blocks(n, w.in, w.dtype); ++b)
     loom_none::pack_x_avx2(w, x.data(), w.in, n, b, xp.data());
   std::vector<float> y(static_cast<size_t>(n * w.out), NAN);
   for (int64_t m = 0; m * loom_none::kBlockRows < n; ++m)
-    for (int64_t p = 0; p < w.n_panels; p += 3) gemm(w, p, std::min(w.n_panels, p + 3), xp.data(), n, m, y.data(), w.out);
+    for (int64_t p = 0; p < w.n_panels; p += chunk)
+      gemm(w, p, std::min(w.n_panels, p + chunk), xp.data(), n, m, y.data(), w.out);
   return y;
 }
 
@@ -77,9 +78,12 @@ void check_none(loom_none::PackedGemm candidate) {
   };
   // Rows: every tile shape of the 24/18/12/6-row groups and a 1-5 row tail, and two row blocks
   // (kBlockRows = 144); in: one and several k blocks (512 f16/bf16, 256 f32 per block); out: a
-  // partial last panel.
+  // partial last panel, and up to 12 whole panels so that the tail's 4-8 panel tiles run (in
+  // chunks of 9 panels as well as 3).
   const std::vector<Shape> shapes = {{6, 40, 16},    {7, 40, 37},    {11, 70, 48},   {24, 300, 33},
-                                     {29, 600, 40},  {47, 1030, 21}, {150, 520, 50}, {301, 64, 19}};
+                                     {29, 600, 40},  {47, 1030, 21}, {150, 520, 50}, {301, 64, 19},
+                                     {13, 100, 200}, {8, 40, 140},   {9, 64, 130},   {16, 530, 150},
+                                     {17, 90, 192}};
   for (const loom_dtype dtype : {LOOM_DTYPE_F16, LOOM_DTYPE_BF16, LOOM_DTYPE_F32}) {
     for (const Shape& s : shapes) {
       std::vector<uint8_t> panels;
@@ -87,9 +91,9 @@ void check_none(loom_none::PackedGemm candidate) {
       std::vector<float> x(static_cast<size_t>(s.n * s.in));
       for (auto& e : x) e = u(rng);
       const std::vector<float> expected = prefill(loom_none::packed_gemm_avx2, w, x, s.n);
-      const std::vector<float> got = prefill(candidate, w, x, s.n);
-      EXPECT_TRUE(same_bits(got, expected))
-          << "dtype " << dtype << " n " << s.n << " in " << s.in << " out " << s.out;
+      for (const int64_t chunk : {int64_t{3}, int64_t{9}})
+        EXPECT_TRUE(same_bits(prefill(candidate, w, x, s.n, chunk), expected))
+            << "dtype " << dtype << " n " << s.n << " in " << s.in << " out " << s.out << " chunk " << chunk;
     }
   }
 }

@@ -142,35 +142,47 @@ inline __attribute__((always_inline)) void micro(const uint32_t* w, int64_t ps, 
     for (int p = 0; p < P; ++p) _mm512_storeu_ps(c + r * ldc + p * kPanel, acc[r][p]);
 }
 
-// Rows [0, mn) of a row block over pairs [kp0, kp0 + kpn), panels [p_begin, p_end): whole panels
-// two at a time in tiles of up to 12 rows (half the x broadcasts per vdpbf16ps of one panel by
-// 24 rows: on Zen 4 the 24 x 1 tile ran about a fifth below the FMA kernel's instruction rate,
-// 12 x 2 level with it), a last odd or partial panel alone in tiles of up to 24 rows.
+// Rows [0, mn) of a row block over pairs [kp0, kp0 + kpn), panels [p_begin, p_end): the whole
+// groups take whole panels two at a time in tiles of up to 12 rows (half the x broadcasts per
+// vdpbf16ps of one panel by 24 rows: on Zen 4 the 24 x 1 tile ran about a fifth below the FMA
+// kernel's instruction rate, 12 x 2 level with it) and a last odd or partial panel alone in
+// tiles of up to 24 rows; the short last group takes 4-8 panels at once (none_row_tiles.hpp).
 void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const uint32_t* xp, int64_t mn, int64_t kp0,
                int64_t kpn, float* y, int64_t ys) {
   const auto* wd = static_cast<const uint32_t*>(w.data);
   const int64_t ps = pairs_of(w.in) * kPanel;
   const bool first = kp0 == 0;
   const int64_t full = w.out / kPanel;  // panels whose 16 features all exist
+  const auto cols_at = [&](int64_t p) { return w.out - p * kPanel < kPanel ? w.out - p * kPanel : kPanel; };
+  const int64_t whole = mn / kGroup * kGroup;
   int64_t p = p_begin;
   for (; p + 2 <= p_end && p + 2 <= full; p += 2) {
     const uint32_t* wp = wd + p * ps + kp0 * kPanel;
     float* yp = y + p * kPanel;
-    loom_none::for_each_row_tile<2>(mn, [&]<int NG, int GR>(int64_t b0) {
+    loom_none::for_each_row_tile<2>(whole, [&]<int NG, int GR>(int64_t b0) {
       micro<NG, GR, 2>(wp, ps, xp + b0 * kpn, kpn, yp + b0 * ys, ys, first);
     });
   }
   for (; p < p_end; ++p) {
     const uint32_t* wp = wd + p * ps + kp0 * kPanel;
-    const int64_t left = w.out - p * kPanel;
-    const int64_t cols = left < kPanel ? left : kPanel;
     float* yp = y + p * kPanel;
-    loom_none::for_each_row_tile<4>(mn, [&]<int NG, int GR>(int64_t b0) {
-      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols, first, [&](float* c, int64_t ldc) {
+    loom_none::for_each_row_tile<4>(whole, [&]<int NG, int GR>(int64_t b0) {
+      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols_at(p), first, [&](float* c, int64_t ldc) {
         micro<NG, GR, 1>(wp, ps, xp + b0 * kpn, kpn, c, ldc, first);
       });
     });
   }
+  const uint32_t* xs = xp + whole * kpn;
+  float* ys0 = y + whole * ys;
+  loom_none::for_each_short_group_tile<8, 6, 4, 4, 4>(mn - whole, p_begin, p_end, full, [&]<int R, int P>(int64_t q) {
+    const uint32_t* wp = wd + q * ps + kp0 * kPanel;
+    if constexpr (P == 1)
+      loom_none::on_panel_columns<R>(ys0 + q * kPanel, ys, cols_at(q), first, [&](float* c, int64_t ldc) {
+        micro<1, R, 1>(wp, ps, xs, kpn, c, ldc, first);
+      });
+    else
+      micro<1, R, P>(wp, ps, xs, kpn, ys0 + q * kPanel, ys, first);
+  });
 }
 
 // ---- decode ------------------------------------------------------------------------------

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "none_panel.hpp"
+#include "none_row_tiles.hpp"
 
 #ifdef LOOM_NONE_HAVE_AVX2
 
@@ -98,19 +99,6 @@ void tile(const typename Load::T* w, int64_t ps, const float* xp, int64_t kn, fl
   micro<Load, R, P>(w, ps, xp, kn, c, kCols, first);
   for (int r = 0; r < R; ++r)
     for (int64_t j = 0; j < cols; ++j) y[r * ys + j] = c[r * kCols + j];
-}
-
-template <class Load, int P>
-void tile_rows(int64_t rows, const typename Load::T* w, int64_t ps, const float* xp, int64_t kn, float* y,
-               int64_t ys, int64_t cols, bool first) {
-  switch (rows) {
-    case 1: tile<Load, 1, P>(w, ps, xp, kn, y, ys, cols, first); break;
-    case 2: tile<Load, 2, P>(w, ps, xp, kn, y, ys, cols, first); break;
-    case 3: tile<Load, 3, P>(w, ps, xp, kn, y, ys, cols, first); break;
-    case 4: tile<Load, 4, P>(w, ps, xp, kn, y, ys, cols, first); break;
-    case 5: tile<Load, 5, P>(w, ps, xp, kn, y, ys, cols, first); break;
-    default: tile<Load, 6, P>(w, ps, xp, kn, y, ys, cols, first); break;
-  }
 }
 
 // dst[k * 6 + r] = src[r][k] for k < 8, r < 6, and 2 more floats written past dst + 48 (the
@@ -209,8 +197,15 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* 
       }
       tile<Load, kRows, 1>(wp, ps, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, k0 == 0);
     }
-    if (b0 < mn) tile_rows<Load, 1>(mn - b0, wp, ps, xp + b0 * kn, kn, yp + b0 * ys, ys, cols, k0 == 0);
   }
+  // The short last group several panels at a time (none_row_tiles.hpp).
+  const int64_t whole = mn / kRows * kRows;
+  const float* xs = xp + whole * kn;
+  float* ys0 = y + whole * ys;
+  loom_none::for_each_short_group_tile<4, 3, 2, 1, 1>(mn - whole, p_begin, p_end, w.out / kPanel,
+                                                      [&]<int R, int P>(int64_t p) {
+    tile<Load, R, P>(wd + p * ps + k0 * kPanel, ps, xs, kn, ys0 + p * kPanel, ys, cols_of(w, p, P), k0 == 0);
+  });
 }
 
 template <class Load>

@@ -5,7 +5,7 @@
 // Micro-kernel: up to 4 groups of 6 rows (24 zmm accumulators) by one panel; each k step widens
 // one 16-weight row of the panel (f16/bf16/f32) and issues one FMA per row, its x value
 // broadcast from memory. The panel's block_k() x 16 weights (16 KiB) stay in L1 while the row
-// groups pass, as in the AVX2 kernel.
+// groups pass, as in the AVX2 kernel. The short last group (1-5 rows) takes 4-8 panels at once.
 //
 // Same bits as the AVX2 kernel: every output element is the same single chain of fused
 // multiply-adds in increasing k from 0 (partial chains stored in y between k blocks), only more
@@ -54,30 +54,38 @@ using loom_none::kPanel;
 using loom_none::packed_x_offset;
 using loom_none::PanelView;
 
-static_assert(loom_none::kTileGroup == 6, "the AVX2 pack_x packs x in groups of 6 rows");
+constexpr int kGroup = loom_none::kTileGroup;  // rows per packed x group (the AVX2 pack_x layout)
+static_assert(kGroup == 6, "the AVX2 pack_x packs x in groups of 6 rows");
 
 #include "none_load_avx512.hpp"
 
-// c[(g * GR + r) * ldc + j] (g < NG groups of GR rows, j < 16) continues its chain over kn steps
-// of k: c = fma(x, w, c) with x = xp[g * GR * kn + k * GR + r] and w = w[k * 16 + j]. `first`
-// starts every chain at 0 instead of reading c.
-template <class Load, int NG, int GR>
-inline __attribute__((always_inline)) void micro(const typename Load::T* w, const float* xp, int64_t kn, float* c,
-                                                 int64_t ldc, bool first) {
+// c[(g * GR + r) * ldc + 16 q + j] (g < NG groups of GR rows, q < P panels ps elements apart,
+// j < 16) continues its chain over kn steps of k: c = fma(x, w, c) with
+// x = xp[g * GR * kn + k * GR + r] and w = w[q * ps + k * 16 + j]. `first` starts every chain
+// at 0 instead of reading c.
+template <class Load, int NG, int GR, int P>
+inline __attribute__((always_inline)) void micro(const typename Load::T* w, int64_t ps, const float* xp, int64_t kn,
+                                                 float* c, int64_t ldc, bool first) {
   constexpr int R = NG * GR;
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc);
+  __m512 acc[R][P];
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < P; ++q) acc[r][q] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(c + r * ldc + q * kPanel);
   for (int64_t k = 0; k < kn; ++k) {
-    const __m512 wv = Load::vec(w + k * kPanel);
+    __m512 wv[P];
+    for (int q = 0; q < P; ++q) wv[q] = Load::vec(w + q * ps + k * kPanel);
     for (int g = 0; g < NG; ++g)
-      for (int r = 0; r < GR; ++r)
-        acc[g * GR + r] = _mm512_fmadd_ps(_mm512_set1_ps(xp[g * GR * kn + k * GR + r]), wv, acc[g * GR + r]);
+      for (int r = 0; r < GR; ++r) {
+        const __m512 xb = _mm512_set1_ps(xp[g * GR * kn + k * GR + r]);
+        for (int q = 0; q < P; ++q) acc[g * GR + r][q] = _mm512_fmadd_ps(xb, wv[q], acc[g * GR + r][q]);
+      }
   }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
+  for (int r = 0; r < R; ++r)
+    for (int q = 0; q < P; ++q) _mm512_storeu_ps(c + r * ldc + q * kPanel, acc[r][q]);
 }
 
 // Rows [0, mn) of one row block over one k block [k0, k0 + kn), panels [p_begin, p_end): xp is
-// the block as pack_x left it, y its first row. k0 == 0 starts the chains.
+// the block as pack_x left it, y its first row. k0 == 0 starts the chains. The whole groups go
+// panel by panel, the short last group several panels at a time (none_row_tiles.hpp).
 template <class Load>
 void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t mn, int64_t k0,
                int64_t kn, float* y, int64_t ys) {
@@ -85,17 +93,28 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* 
   const T* wd = static_cast<const T*>(w.data);
   const int64_t ps = w.in * kPanel;
   const bool first = k0 == 0;
+  const auto cols_at = [&](int64_t p) { return w.out - p * kPanel < kPanel ? w.out - p * kPanel : kPanel; };
+  const int64_t whole = mn / kGroup * kGroup;
   for (int64_t p = p_begin; p < p_end; ++p) {
     const T* wp = wd + p * ps + k0 * kPanel;
-    const int64_t left = w.out - p * kPanel;
-    const int64_t cols = left < kPanel ? left : kPanel;
     float* yp = y + p * kPanel;
-    loom_none::for_each_row_tile<4>(mn, [&]<int NG, int GR>(int64_t b0) {
-      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols, first, [&](float* c, int64_t ldc) {
-        micro<Load, NG, GR>(wp, xp + b0 * kn, kn, c, ldc, first);
+    loom_none::for_each_row_tile<4>(whole, [&]<int NG, int GR>(int64_t b0) {
+      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols_at(p), first, [&](float* c, int64_t ldc) {
+        micro<Load, NG, GR, 1>(wp, ps, xp + b0 * kn, kn, c, ldc, first);
       });
     });
   }
+  const float* xs = xp + whole * kn;
+  float* ys0 = y + whole * ys;
+  loom_none::for_each_short_group_tile<8, 6, 4, 4, 4>(mn - whole, p_begin, p_end, w.out / kPanel, [&]<int R, int P>(int64_t p) {
+    const T* wp = wd + p * ps + k0 * kPanel;
+    if constexpr (P == 1)
+      loom_none::on_panel_columns<R>(ys0 + p * kPanel, ys, cols_at(p), first, [&](float* c, int64_t ldc) {
+        micro<Load, 1, R, 1>(wp, ps, xs, kn, c, ldc, first);
+      });
+    else
+      micro<Load, 1, R, P>(wp, ps, xs, kn, ys0 + p * kPanel, ys, first);
+  });
 }
 
 #include "none_packed_gemm.hpp"
