@@ -8,7 +8,8 @@
 #
 #   tools/bench/concurrency.sh [BUILD_DIR]
 # Env: CONCURRENCY ("1 8 32"), ROUNDS (3), PROMPTS (48), INPUT_LEN (256), OUTPUT_LEN (64),
-# THREADS (nproc), PRESET (llama-125m), DTYPE (f16), PORT (18490). Writes
+# THREADS (nproc), PRESET (llama-125m), DTYPE (f16), PORT (18490), LOOM_ARGS (more loom-server
+# arguments, e.g. "--config FILE" to measure another configuration; LOOM_LABEL names it). Writes
 # BUILD_DIR/bench-results/concurrency/. Needs the peer (tools/peers/build-llama-cpp.sh).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -36,7 +37,8 @@ source "$root/tools/bench/one_server.sh"
 run() {  # run ENGINE CONCURRENCY ROUND
   local log="$out/$1-c$2-r$3.log"
   if [[ "$1" == loom ]]; then
-    "$bin/loom-server" --model "$model" --port "$port" -t "$threads" --kv-dtype f16 >"$log" 2>&1 &
+    # shellcheck disable=SC2086 # LOOM_ARGS is split into arguments on purpose
+    "$bin/loom-server" --model "$model" --port "$port" -t "$threads" --kv-dtype f16 ${LOOM_ARGS:-} >"$log" 2>&1 &
   else
     # One slot per client, each with room for a whole request (prompt + output, rounded up).
     "$llama_bin/llama-server" -m "$model" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" \
@@ -58,7 +60,7 @@ for r in $(seq 1 "$rounds"); do
 done
 
 python3 - "$out" "$rounds" "$levels" <<'PY' | tee "$out/summary.txt"
-import json, statistics, sys
+import json, os, statistics, sys
 out, rounds, levels = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 def load(engine, c):
     runs = [json.load(open(f"{out}/{engine}-c{c}-r{r}.json"))["summary"] for r in range(1, rounds + 1)]
@@ -74,7 +76,7 @@ print("| concurrency | engine | output tok/s | TPOT p50 / p99 ms | ITL p99 ms | 
 print("|---|---|---|---|---|---|---|")
 for c in levels:
     rows = {e: load(e, c) for e in ("loom", "llama")}
-    for e, label in (("loom", "Loom (default config)"), ("llama", "llama-server")):
+    for e, label in (("loom", os.environ.get("LOOM_LABEL", "Loom (default config)")), ("llama", "llama-server")):
         m = rows[e]
         print(f"| {c} | {label} | {m['tok/s']:.1f} | {m['tpot50']:.1f} / {m['tpot99']:.1f} | {m['itl99']:.0f} | "
               f"{m['ttft50']:.0f} / {m['ttft99']:.0f} | {' / '.join(f'{x:.1f}' for x in m['per_round'])} |")
