@@ -277,6 +277,36 @@ TEST(QuantizationNone, ComputeBf16StaysWithinBf16Rounding) {
   }
 }
 
+// compute = "bf16" with simd = "portable" has no AVX512-BF16 kernels to run: the plugin computes
+// with the portable kernel, exactly (the fallback every CPU without the instructions takes).
+TEST(QuantizationNone, ComputeBf16WithPortableKernelsComputesExactly) {
+  ThreadPool threads(2);
+  PluginHost host(threads, {});
+  loom_quantization_create_args a{};
+  a.struct_size = sizeof(a);
+  a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  const int64_t in = 70, out = 40, n = 12;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(out * in)), x(static_cast<size_t>(n * in));
+  for (auto& e : w) e = u(rng);
+  for (auto& e : x) e = u(rng);
+  std::map<std::string, std::vector<float>> ys;
+  for (const char* config : {R"({"simd": "portable"})", R"({"simd": "portable", "compute": "bf16"})"}) {
+    const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
+    const loom_tensor_view wv = mat(w.data(), LOOM_DTYPE_F32, out, in);
+    void* handle = nullptr;
+    p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
+    std::vector<float>& y = ys[config];
+    y.assign(static_cast<size_t>(n * out), NAN);
+    const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, in);
+    loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, out);
+    p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
+    p->vtable<loom_quantization_vtable>().release_weight(p->self(), handle);
+  }
+  EXPECT_EQ(std::memcmp(ys.begin()->second.data(), ys.rbegin()->second.data(), static_cast<size_t>(n * out) * 4), 0);
+}
+
 TEST(QuantizationNone, RejectsAnUnknownComputeValue) {
   ThreadPool threads(1);
   PluginHost host(threads, {});
