@@ -221,16 +221,32 @@ TEST(QuantizationNone, BlockedGemmIsBatchInvariant) {
   expect_batch_invariant(1100, 200, {150, 300}, 13, 2);
 }
 
-// compute = "bf16" through the plugin: each y within bf16's rounding of the double product
-// (x and W each rounded to 8 significant bits: |error| <= 2^-7 x sum |x_k w_k|, with room for
-// the f32 adds), and on a CPU with AVX512-BF16 not the exact path's bits (the mode took effect);
-// on one without, exactly the exact path's bits (the mode falls back, saying so at start-up).
-TEST(QuantizationNone, ComputeBf16StaysWithinBf16Rounding) {
+// y [n, out] = linear of x [n, in] on W [out, in] (stored as `dtype`) by quantization none under
+// `config`, on two host threads.
+std::vector<float> none_linear(const char* config, const void* w, loom_dtype dtype, int64_t out, int64_t in,
+                               const std::vector<float>& x, int64_t n) {
   ThreadPool threads(2);
   PluginHost host(threads, {});
   loom_quantization_create_args a{};
   a.struct_size = sizeof(a);
   a.device = loom_device{LOOM_DEVICE_CPU, 0};
+  const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
+  const loom_tensor_view wv = mat(const_cast<void*>(w), dtype, out, in);
+  void* handle = nullptr;
+  p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
+  std::vector<float> y(static_cast<size_t>(n * out), NAN);
+  const loom_tensor_view xv = mat(const_cast<float*>(x.data()), LOOM_DTYPE_F32, n, in);
+  loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, out);
+  p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
+  p->vtable<loom_quantization_vtable>().release_weight(p->self(), handle);
+  return y;
+}
+
+// compute = "bf16" through the plugin: each y within bf16's rounding of the double product
+// (x and W each rounded to 8 significant bits: |error| <= 2^-7 x sum |x_k w_k|, with room for
+// the f32 adds), and on a CPU with AVX512-BF16 not the exact path's bits (the mode took effect);
+// on one without, exactly the exact path's bits (the mode falls back, saying so at start-up).
+TEST(QuantizationNone, ComputeBf16StaysWithinBf16Rounding) {
   const int64_t in = 1100, out = 70;
   std::mt19937_64 rng(5);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
@@ -238,38 +254,25 @@ TEST(QuantizationNone, ComputeBf16StaysWithinBf16Rounding) {
   for (auto& e : w) e = u(rng);
   std::vector<uint16_t> w16(w.size());
   for (size_t i = 0; i < w.size(); ++i) w16[i] = f32_to_f16(w[i]);
+  const bool has_bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                        __builtin_cpu_supports("avx512bf16");
   for (const int64_t n : {int64_t{1}, int64_t{7}, int64_t{40}}) {
     std::vector<float> x(static_cast<size_t>(n * in));
     for (auto& e : x) e = u(rng);
-    std::map<std::string, std::vector<float>> ys;
-    for (const char* config : {R"({"compute": "exact"})", R"({"compute": "bf16"})"}) {
-      const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
-      const auto& vt = p->vtable<loom_quantization_vtable>();
-      const loom_tensor_view wv = mat(w16.data(), LOOM_DTYPE_F16, out, in);
-      void* handle = nullptr;
-      p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
-      std::vector<float>& y = ys[config];
-      y.assign(static_cast<size_t>(n * out), NAN);
-      const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, in);
-      loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, out);
-      p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
-      vt.release_weight(p->self(), handle);
-    }
-    const std::vector<float>& exact = ys[R"({"compute": "exact"})"];
-    const std::vector<float>& bf16 = ys[R"({"compute": "bf16"})"];
+    const std::vector<float> exact = none_linear(R"({"compute": "exact"})", w16.data(), LOOM_DTYPE_F16, out, in, x, n);
+    const std::vector<float> bf16 = none_linear(R"({"compute": "bf16"})", w16.data(), LOOM_DTYPE_F16, out, in, x, n);
     for (int64_t t = 0; t < n; ++t)
       for (int64_t o = 0; o < out; ++o) {
         double dot = 0, mag = 0;
         for (int64_t k = 0; k < in; ++k) {
-          const double p = static_cast<double>(x[static_cast<size_t>(t * in + k)]) * f16_to_f32(w16[static_cast<size_t>(o * in + k)]);
+          const double p = static_cast<double>(x[static_cast<size_t>(t * in + k)]) *
+                           f16_to_f32(w16[static_cast<size_t>(o * in + k)]);
           dot += p;
           mag += std::fabs(p);
         }
         const size_t i = static_cast<size_t>(t * out + o);
         ASSERT_LE(std::fabs(bf16[i] - dot), std::ldexp(1.0, -7) * mag) << "n " << n << ", row " << t << ", feature " << o;
       }
-    const bool has_bf16 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512bf16");
     if (has_bf16)
       EXPECT_NE(std::memcmp(bf16.data(), exact.data(), exact.size() * sizeof(float)), 0) << "n " << n;
     else
@@ -280,31 +283,14 @@ TEST(QuantizationNone, ComputeBf16StaysWithinBf16Rounding) {
 // compute = "bf16" with simd = "portable" has no AVX512-BF16 kernels to run: the plugin computes
 // with the portable kernel, exactly (the fallback every CPU without the instructions takes).
 TEST(QuantizationNone, ComputeBf16WithPortableKernelsComputesExactly) {
-  ThreadPool threads(2);
-  PluginHost host(threads, {});
-  loom_quantization_create_args a{};
-  a.struct_size = sizeof(a);
-  a.device = loom_device{LOOM_DEVICE_CPU, 0};
   const int64_t in = 70, out = 40, n = 12;
   std::mt19937_64 rng(9);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> w(static_cast<size_t>(out * in)), x(static_cast<size_t>(n * in));
   for (auto& e : w) e = u(rng);
   for (auto& e : x) e = u(rng);
-  std::map<std::string, std::vector<float>> ys;
-  for (const char* config : {R"({"simd": "portable"})", R"({"simd": "portable", "compute": "bf16"})"}) {
-    const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
-    const loom_tensor_view wv = mat(w.data(), LOOM_DTYPE_F32, out, in);
-    void* handle = nullptr;
-    p->call("prepare_weight", &loom_quantization_vtable::prepare_weight, &wv, &handle);
-    std::vector<float>& y = ys[config];
-    y.assign(static_cast<size_t>(n * out), NAN);
-    const loom_tensor_view xv = mat(x.data(), LOOM_DTYPE_F32, n, in);
-    loom_tensor_view yv = mat(y.data(), LOOM_DTYPE_F32, n, out);
-    p->call("linear", &loom_quantization_vtable::linear, handle, &xv, &yv);
-    p->vtable<loom_quantization_vtable>().release_weight(p->self(), handle);
-  }
-  EXPECT_EQ(std::memcmp(ys.begin()->second.data(), ys.rbegin()->second.data(), static_cast<size_t>(n * out) * 4), 0);
+  EXPECT_EQ(none_linear(R"({"simd": "portable"})", w.data(), LOOM_DTYPE_F32, out, in, x, n),
+            none_linear(R"({"simd": "portable", "compute": "bf16"})", w.data(), LOOM_DTYPE_F32, out, in, x, n));
 }
 
 TEST(QuantizationNone, RejectsAnUnknownComputeValue) {
