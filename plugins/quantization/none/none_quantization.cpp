@@ -11,6 +11,8 @@
 // element is one multiply-add chain in increasing k whatever the batch size, the blocking, the
 // group or the thread: batched == alone, bit for bit. The kernel is AVX2+FMA when the CPU has it
 // (prefill tiles on AVX-512F where it has that, same bits; config key "simd"), else portable.
+// compute = "bf16" (opt-in, none_bf16.hpp) trades those bits for AVX512-BF16 dot products on
+// weights and activations rounded to bfloat16; batched == alone still holds within the mode.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <algorithm>
@@ -305,4 +307,4 @@ class NoneQuantization {
 
 LOOM_QUANTIZATION_PLUGIN(NoneQuantization, "none", "0.1.0",
                          "unquantized f32/f16/bf16 weights in column panels; threaded, cache-blocked GEMM "
-                         "(AVX2+FMA when available)");
+                         "(AVX2+FMA when available; compute = \"bf16\": AVX512-BF16 dot products)");
