@@ -91,8 +91,10 @@ inline Problem make_problem(const Shape& s, uint64_t seed, const std::vector<Seq
 // With `window` > 0 the test step runs through forward_window (rope as given), and every block
 // wholly before all of a sequence's windows reads -1 in its table, as a cache that released it
 // would leave it: a plugin that still read it would fail.
+// With `fill_window` > 0 the first step (whose outputs are dropped: it only fills the pool) runs
+// through forward_window with it, so long contexts cost a plugin O(context), not O(context^2).
 inline std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPool& pool,
-                              const loom_rope* rope = nullptr, int32_t window = 0) {
+                              const loom_rope* rope = nullptr, int32_t window = 0, int32_t fill_window = 0) {
   const Shape& s = p.shape;
   BatchBuilder builder(s.block_size);
   std::vector<float> out;
@@ -133,7 +135,10 @@ inline std::vector<float> run(const LoadedPlugin& plugin, const Problem& p, KvPo
     const loom_tensor_view qv = view(q.data(), {T, H, D}), kv = view(k.data(), {T, KVH, D}),
                            vv = view(v.data(), {T, KVH, D});
     loom_tensor_view ov = view(out.data(), {T, H, D});
-    if (step == 1 && window > 0)
+    if (step == 0 && fill_window > 0)
+      plugin.call("forward_window", &loom_attention_vtable::forward_window, &ab, fill_window, rope, &qv, &kv, &vv,
+                  &pool.k(0), &pool.v(0), &ov);
+    else if (step == 1 && window > 0)
       plugin.call("forward_window", &loom_attention_vtable::forward_window, &ab, window, rope, &qv, &kv, &vv,
                   &pool.k(0), &pool.v(0), &ov);
     else if (rope != nullptr)

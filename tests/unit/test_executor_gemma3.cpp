@@ -5,6 +5,7 @@
 //                  batch, give bit-identical logits to each run alone (naive and flash_cpu);
 //   chunked/whole  a 37-token prompt prefilled in chunks gives the whole prefill's logits;
 //   plugins        naive and flash_cpu agree (f32 rounding) with the window in force;
+//   long context   flash_cpu over several split-K partitions: chunked and batched == alone;
 //   refusal        an attention plugin without forward_window is refused, naming it.
 #include <gtest/gtest.h>
 
@@ -128,6 +129,44 @@ TEST(Gemma3Model, NaiveAndFlashCpuAgreeWithTheWindowInForce) {
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) ASSERT_NEAR(a[i], b[i], 1e-4f * (1.0f + std::fabs(a[i]))) << i;
   EXPECT_EQ(naive.greedy(p, 12), flash.greedy(p, 12, 100));
+}
+
+// Contexts of several of flash_cpu's split-K partitions (512 tokens): a 1100-token prompt
+// prefilled whole and decoded alone (one sequence of one KV head: its global layer's decode is
+// spread over one work item per partition), against the same prompt prefilled in chunks that do
+// not meet the partitions' cuts beside another sequence's prefill, and decoded beside a large
+// prefill chunk that makes it a small share of the step (its partitions then folded in one work
+// item): the same logits, bit for bit.
+TEST(Gemma3Model, LongContextChunkedAndBatchedEqualAlone) {
+  ModelRunner runner(gemma3_tiny(), 2, "flash_cpu");
+  const int32_t n = 1100;
+  const std::vector<int32_t> pb = random_prompt(300, 12), pc = random_prompt(400, 13);
+  std::vector<int32_t> ta = random_prompt(n, 11);
+  const std::vector<int32_t> blk_a = ModelRunner::blocks(0, 72), blk_b = ModelRunner::blocks(100, 20),
+                             blk_c = ModelRunner::blocks(150, 26);
+  std::vector<std::vector<float>> alone;
+  for (int32_t i = 0, computed = 0; i < 3; ++i) {
+    const SeqSchedule s{std::span<const int32_t>(ta).subspan(static_cast<size_t>(computed)), computed, blk_a, true};
+    alone.push_back(runner.step(std::span<const SeqSchedule>(&s, 1)));
+    computed = static_cast<int32_t>(ta.size());
+    ta.push_back(test::argmax(alone.back()));
+  }
+  const int32_t V = runner.vocab();
+  auto row = [&](const std::vector<float>& l, int32_t i) {
+    return std::span<const float>(l).subspan(static_cast<size_t>(i * V), static_cast<size_t>(V));
+  };
+  auto sp = [](const std::vector<int32_t>& t, int32_t from, int32_t len) {
+    return std::span<const int32_t>(t).subspan(static_cast<size_t>(from), static_cast<size_t>(len));
+  };
+  const std::vector<SeqSchedule> s1 = {{sp(ta, 0, 400), 0, blk_a, false}, {sp(pb, 0, 100), 0, blk_b, false}};
+  EXPECT_TRUE(runner.step(s1).empty());
+  const std::vector<SeqSchedule> s2 = {{sp(ta, 400, 700), 400, blk_a, true}, {sp(pb, 100, 200), 100, blk_b, true}};
+  EXPECT_TRUE(bit_equal(row(runner.step(s2), 0), alone[0]));
+  const std::vector<SeqSchedule> s3 = {{sp(ta, n, 1), n, blk_a, true}, {sp(pc, 0, 400), 0, blk_c, true}};
+  EXPECT_TRUE(bit_equal(row(runner.step(s3), 0), alone[1]));
+  const std::vector<int32_t> next_b = {7};
+  const std::vector<SeqSchedule> s4 = {{next_b, 300, blk_b, true}, {sp(ta, n + 1, 1), n + 1, blk_a, true}};
+  EXPECT_TRUE(bit_equal(row(runner.step(s4), 1), alone[2]));
 }
 
 TEST(Gemma3Model, RefusesAnAttentionPluginWithoutSlidingWindow) {

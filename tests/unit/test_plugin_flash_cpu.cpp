@@ -1,9 +1,9 @@
 // attention/flash_cpu: exact results where softmax weights are exactly representable (one key;
-// equal keys across several blocks), the online rescaling across blocks against a double
-// reference, the portable and SIMD kernels agreeing, and what create refuses. Shapes are tiny:
-// head_dim 4..8, block_size 2, one sequence. Encoded KV pools (f16, bf16, int8, fp8_e4m3): both
-// kernels agree and stay near the f32 result. (Random shapes against `naive` live in
-// tests/conformance/conformance_attention.cpp.)
+// equal keys across several blocks, and across several split-K partitions), the online rescaling
+// across blocks against a double reference, the portable and SIMD kernels agreeing, and what
+// create refuses. Shapes are tiny: head_dim 4..8, block_size 2, one sequence. Encoded KV pools
+// (f16, bf16, int8, fp8_e4m3): both kernels agree and stay near the f32 result. (Random shapes
+// against `naive` live in tests/conformance/conformance_attention*.cpp.)
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +14,7 @@
 #include "core/plugin/plugin_host.hpp"
 #include "loom/attention.h"
 #include "loom/sdk_kv_quant.hpp"
+#include "plugins/attention/flash_cpu/flash_cpu_split.hpp"
 
 namespace loom {
 namespace {
@@ -132,6 +133,29 @@ TEST_F(FlashCpu, EqualKeysAverageValuesExactlyAndWriteThePool) {
     for (int32_t d = 0; d < 4; ++d) {
       EXPECT_EQ(s.v_cache[slot * 4 + size_t(d)], s.at(s.v, 1, t, 0, d));
       EXPECT_EQ(s.k_cache[slot * 4 + size_t(d)], 1.0f);
+    }
+  }
+}
+
+TEST_F(FlashCpu, EqualKeysAverageValuesExactlyAcrossPartitions) {
+  // The same over 2P + 6 tokens: rows past P merge two or three split-K partials, whose weights
+  // are all exp(0) = 1 and whose sums are integers below 2^24, so the merge is exact too.
+  const int32_t T = 2 * flash_cpu::kPartitionTokens + 6;
+  OneSeq s(2, 1, 4, T);
+  for (int32_t t = 0; t < T; ++t) {
+    for (int32_t d = 0; d < 4; ++d) {
+      s.at(s.k, 1, t, 0, d) = 1.0f;
+      s.at(s.v, 1, t, 0, d) = static_cast<float>(t * 4 + d);
+      for (int32_t h = 0; h < 2; ++h) s.at(s.q, 2, t, h, d) = static_cast<float>(h + 1);
+    }
+  }
+  for (const char* config : {R"({"simd": "auto"})", R"({"simd": "portable"})"}) {
+    s.run(*make(2, 1, 4, config));
+    for (int32_t t = 0; t < T; ++t) {
+      for (int32_t h = 0; h < 2; ++h) {
+        for (int32_t d = 0; d < 4; ++d)
+          ASSERT_EQ(s.at(s.out, 2, t, h, d), static_cast<float>(t * 2 + d)) << config << " " << t << " " << h << " " << d;
+      }
     }
   }
 }

@@ -2,8 +2,10 @@
 // layer (32 query heads, 8 KV heads, head_dim 128, block_size 16):
 //   decode:  32 sequences x 1 new token, context 1024 each
 //   prefill: 1 sequence, a 512-token chunk from position 0
+// and on one long decode of a Gemma-3-270M-like layer (4 query heads, 1 KV head, head_dim 256),
+// at contexts 2048 and 8192: the case split-K spreads over the threads.
 // Not a test: it prints the median wall time of each plugin per workload, nothing is asserted.
-//   loom-bench-attention [--threads N] [--iters N] [plugin ...]   (default: naive flash_cpu)
+//   loom-bench-attention [--threads N] [--iters N] [--workload NAME ...] [plugin ...]   (default: naive flash_cpu)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,7 +26,7 @@
 
 namespace {
 
-constexpr int32_t kHeads = 32, kKvHeads = 8, kHeadDim = 128, kBlockSize = 16;
+constexpr int32_t kBlockSize = 16;
 
 loom_tensor_view view(float* data, std::initializer_list<int64_t> shape) {
   loom_tensor_view v{};
@@ -38,14 +40,17 @@ loom_tensor_view view(float* data, std::initializer_list<int64_t> shape) {
   return v;
 }
 
-// One workload: `seqs` sequences each computing `fresh` tokens after `prior` cached ones.
+// One workload: `seqs` sequences each computing `fresh` tokens after `prior` cached ones, on a
+// layer of `heads` query heads, `kv_heads` KV heads of `head_dim`.
 struct Workload {
   const char* name;
+  int32_t heads, kv_heads, head_dim;
   int32_t seqs, prior, fresh;
 };
 
 // Median milliseconds of `iters` forward calls of one plugin on one workload.
 double time_plugin(const loom::PluginHost& host, const std::string& plugin, const Workload& w, int32_t iters) {
+  const int32_t kHeads = w.heads, kKvHeads = w.kv_heads, kHeadDim = w.head_dim;
   loom_attention_create_args a{};
   a.struct_size = sizeof(a);
   a.n_heads = kHeads;
@@ -104,19 +109,26 @@ int main(int argc, char** argv) {
   loom::cli::apply_style(app);
   app.add_option("--threads", threads, "CPU threads (default: all)")->check(loom::cli::integer_in(1));
   app.add_option("--iters", iters, "timed runs, the median is reported (default 5)")->check(loom::cli::integer_in(1));
+  std::vector<std::string> only;
+  app.add_option("-w,--workload", only, "time only the workloads whose name contains this (repeatable)");
   app.add_option("PLUGIN", plugins, "attention plugins to time (default: naive flash_cpu)");
   if (auto status = loom::cli::parse(app, argc, argv)) return *status;
   if (plugins.empty()) plugins = {"naive", "flash_cpu"};
   try {
     loom::ThreadPool pool(threads);
     const loom::PluginHost host(pool, {});
-    const Workload workloads[] = {{"decode 32x1 @1024", 32, 1023, 1}, {"prefill 1x512 @0", 1, 0, 512}};
-    std::printf("heads %d/%d, head_dim %d, block_size %d, %d threads, median of %d\n", kHeads, kKvHeads, kHeadDim,
+    const Workload workloads[] = {{"decode 32x1 @1024", 32, 8, 128, 32, 1023, 1},
+                                  {"prefill 1x512 @0", 32, 8, 128, 1, 0, 512},
+                                  {"g3 decode 1x1 @2048", 4, 1, 256, 1, 2047, 1},
+                                  {"g3 decode 1x1 @8192", 4, 1, 256, 1, 8191, 1}};
+    std::printf("heads 32/8, head_dim 128 (g3: heads 4/1, head_dim 256), block_size %d, %d threads, median of %d\n",
                 kBlockSize, threads, iters);
     std::printf("%-20s", "workload");
     for (const auto& p : plugins) std::printf(" %12s", (p + " ms").c_str());
     std::printf("\n");
     for (const Workload& w : workloads) {
+      const auto named = [&](const std::string& part) { return std::string(w.name).find(part) != std::string::npos; };
+      if (!only.empty() && std::none_of(only.begin(), only.end(), named)) continue;
       std::printf("%-20s", w.name);
       for (const auto& p : plugins) std::printf(" %12.2f", time_plugin(host, p, w, iters));
       std::printf("\n");

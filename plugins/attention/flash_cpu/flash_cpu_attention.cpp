@@ -7,8 +7,12 @@
 //   2. writes this step's K/V rows into the pool at slot_mapping, exactly as `naive` does (an
 //      f16/bf16/int8/fp8_e4m3 pool gets them encoded, with the scale schemes of
 //      loom/sdk_kv_quant.hpp: int8 per (block, head), fp8 per (token, head));
-//   3. splits the batch into work items (sequence, run of kv_heads, tile of that sequence's query
-//      tokens) — prefill chunks and decodes alike — and runs the tile kernel on each.
+//   3. splits the batch into tiles (sequence, run of kv_heads, tile of that sequence's query
+//      tokens) — prefill chunks and decodes alike — and runs the tile kernel on each, one split-K
+//      partition of the keys at a time (flash_cpu_split.hpp): a tile's partitions are folded and
+//      merged in one work item, or, when the tile is a large share of the step (one long decode
+//      on a machine of several threads), spread over one work item per partition, the last of
+//      which to finish merges the partials.
 //
 // Work item region map, for one sequence with tokens [query_start[s], query_start[s+1]):
 //   | tile 0: kTileRows/G tokens | tile 1 | ... | last tile (shorter) |   x  n_kv_heads
@@ -17,15 +21,19 @@
 // several KV heads per item, so a block's rows are read whole and in address order; large ones
 // (prefill) take one, keeping the item's accumulators small. Tiles are cut relative to the
 // sequence's first token, and a row's result does not depend on its tile-mates (nor on which
-// heads share its item), so batched and alone runs agree bit for bit.
+// heads share its item), so batched and alone runs agree bit for bit. Whether a tile's partitions
+// run in one item or in several changes who computes a partial, never its arithmetic or the
+// order of the merge, so the thread count and the batch do not change a bit either.
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "flash_cpu_kernel.hpp"
+#include "flash_cpu_split.hpp"
 #include "loom/attention.h"
 #include "loom/sdk.hpp"
 #include "loom/sdk_config.hpp"
@@ -43,6 +51,9 @@ constexpr int32_t kTileRows = 64;
 constexpr int32_t kMaxHeadDim = 256;
 // Work items per thread the head runs of small tiles aim for (see build_items).
 constexpr int64_t kItemsPerThread = 8;
+// A tile costing more than 1 / (kSplitShare x threads) of the step is spread over one work item
+// per partition: alone it would leave the other threads idle.
+constexpr int64_t kSplitShare = 2;
 
 struct Options {
   bool simd = true;  // "simd": "auto" (default) or "portable" (forces the portable kernel)
@@ -184,11 +195,31 @@ class FlashCpuAttention {
     run_items(*b, *q, *k_cache, *v_cache, *out);
   }
 
-  // A tile of one sequence's query tokens against KV heads kv_head .. kv_head + kv_heads - 1.
-  // `cost` ~ rows x blocks walked.
+  // A tile of one sequence's query tokens against KV heads kv_head .. kv_head + kv_heads - 1,
+  // over keys key_first .. key_last (the union of its rows' keys, within one partition for a
+  // split item). split < 0: the item folds the tile's partitions one after the other and merges
+  // them itself; split >= 0: it is one partition of splits_[split]. `cost` ~ rows x blocks walked.
   struct Item {
-    int32_t seq, kv_head, kv_heads, token_begin, token_end;
+    int32_t seq, kv_head, kv_heads, token_begin, token_end, key_first, key_last, split;
     int64_t cost;
+    int32_t part_begin() const { return fc::partition_of(key_first); }
+    int32_t part_end() const { return fc::partition_of(key_last) + 1; }
+  };
+  // A tile spread over one item per partition.
+  struct Split {
+    Item tile;         // the whole tile (split = -1)
+    int64_t partials;  // offset in partials_ of its [rows, part_end - part_begin, head_dim + 2]
+  };
+
+  // Per thread, reused across steps.
+  struct Scratch {
+    std::vector<const float*> q_rows;  // [rows] of the item being run
+    std::vector<float*> out_rows;      // [rows]
+    std::vector<int32_t> row_pos;      // [rows]
+    std::vector<float*> part_rows;     // [rows] where each row leaves its partial state
+    std::vector<float> partial;        // [rows, head_dim + 2] run_tile: one partition's partials
+    std::vector<float> state;          // [rows, head_dim + 2] run_tile: the merged partials so far
+    fc::TileScratch tile;
   };
 
   // Every index the parallel part will use is checked here, once.
@@ -269,17 +300,21 @@ class FlashCpuAttention {
   }
 
   // Step 2: the work items, most expensive first so the dynamic hand-out below ends evenly.
+  // The split-K partitions of every row are fixed (flash_cpu_split.hpp); what is decided here,
+  // from the batch and the thread count, is only which item computes which partial.
   void build_items(const loom_attention_batch& b) {
     const int32_t group = args_.n_heads / args_.n_kv_heads;
     const int32_t tile_tokens = std::max(1, kTileRows / group);
     const int32_t kvh = args_.n_kv_heads;
+    const int32_t bs = b.block_size;
     // Heads per item when a tile is small: enough items per thread for the dynamic hand-out to
     // even out (a single decode sequence still spreads its heads over every thread).
     const auto threads = static_cast<int64_t>(scratch_.size());
     const int64_t head_items = int64_t{b.num_seqs} * kvh;
     const auto spread =
         static_cast<int32_t>(std::clamp<int64_t>(head_items / (kItemsPerThread * threads), 1, kvh));
-    items_.clear();
+    tiles_.clear();
+    int64_t total = 0;
     for (int32_t s = 0; s < b.num_seqs; ++s) {
       for (int32_t t0 = b.query_start[s]; t0 < b.query_start[s + 1]; t0 += tile_tokens) {
         const int32_t t1 = std::min(b.query_start[s + 1], t0 + tile_tokens);
@@ -292,11 +327,39 @@ class FlashCpuAttention {
         const int32_t heads = std::min(spread, std::max(1, kTileRows / rows));
         for (int32_t g = 0; g < kvh; g += heads) {
           const int32_t n = std::min(heads, kvh - g);
-          const int64_t cost = int64_t{rows} * n * (max_pos / b.block_size - min_first / b.block_size + 1);
-          items_.push_back(Item{s, g, n, t0, t1, cost});
+          const int64_t cost = int64_t{rows} * n * (max_pos / bs - min_first / bs + 1);
+          tiles_.push_back(Item{s, g, n, t0, t1, min_first, max_pos, -1, cost});
+          total += cost;
         }
       }
     }
+    items_.clear();
+    splits_.clear();
+    const int64_t pf = fc::partial_floats(args_.head_dim);
+    int64_t partial_floats = 0;
+    for (const Item& tile : tiles_) {
+      const int32_t parts = tile.part_end() - tile.part_begin();
+      if (threads == 1 || parts == 1 || tile.cost * kSplitShare * threads <= total) {
+        items_.push_back(tile);
+        continue;
+      }
+      const auto split = static_cast<int32_t>(splits_.size());
+      splits_.push_back(Split{tile, partial_floats});
+      const int32_t rows = (tile.token_end - tile.token_begin) * group * tile.kv_heads;
+      partial_floats += int64_t{rows} * parts * pf;
+      for (int32_t p = tile.part_begin(); p < tile.part_end(); ++p) {
+        Item it = tile;
+        it.key_first = std::max(tile.key_first, p * fc::kPartitionTokens);
+        it.key_last = std::min(tile.key_last, (p + 1) * fc::kPartitionTokens - 1);
+        it.split = split;
+        it.cost = int64_t{rows} * (it.key_last / bs - it.key_first / bs + 1);
+        items_.push_back(it);
+      }
+    }
+    if (partials_.size() < static_cast<size_t>(partial_floats)) partials_.resize(static_cast<size_t>(partial_floats));
+    remaining_ = std::vector<std::atomic<int32_t>>(splits_.size());
+    for (size_t i = 0; i < splits_.size(); ++i)
+      remaining_[i].store(splits_[i].tile.part_end() - splits_[i].tile.part_begin(), std::memory_order_relaxed);
     std::stable_sort(items_.begin(), items_.end(), [](const Item& x, const Item& y) { return x.cost > y.cost; });
   }
 
@@ -305,12 +368,7 @@ class FlashCpuAttention {
   // split of the item range would leave threads idle.
   void run_items(const loom_attention_batch& b, const loom_tensor_view& q, const loom_tensor_view& k_cache,
                  const loom_tensor_view& v_cache, const loom_tensor_view& out) {
-    const int32_t group = args_.n_heads / args_.n_kv_heads;
     const auto n_items = static_cast<int64_t>(items_.size());
-    const int64_t es = loom::sdk::kv::element_size(args_.kv_dtype);
-    // From a block's first row of head h to that head's (int8: block-head, fp8: first row's) scale.
-    const int64_t scales_at = loom::sdk::kv::scales_offset(args_.kv_dtype, b.block_size, args_.n_kv_heads, args_.head_dim);
-    const int64_t scale_size = loom::sdk::kv::scale_size(args_.kv_dtype);
     std::atomic<int64_t> next{0};
     const int64_t workers = std::min<int64_t>(n_items, static_cast<int64_t>(scratch_.size()));
     host_.parallel_for(workers, [&](int64_t begin, int64_t end, int32_t thread) {
@@ -321,45 +379,135 @@ class FlashCpuAttention {
       for (int64_t i = next.fetch_add(1, std::memory_order_relaxed); i < n_items;
            i = next.fetch_add(1, std::memory_order_relaxed)) {
         const Item& it = items_[static_cast<size_t>(i)];
-        const int32_t rows = (it.token_end - it.token_begin) * group * it.kv_heads;
-        sc.q_rows.resize(static_cast<size_t>(rows));
-        sc.out_rows.resize(static_cast<size_t>(rows));
-        sc.row_pos.resize(static_cast<size_t>(rows));
-        size_t r = 0;
-        for (int64_t g = it.kv_head; g < int64_t{it.kv_head} + it.kv_heads; ++g) {
-          for (int64_t t = it.token_begin; t < it.token_end; ++t) {
-            for (int64_t h = g * group; h < (g + 1) * group; ++h, ++r) {
-              sc.q_rows[r] = static_cast<const float*>(q.data) + t * q.strides[0] + h * q.strides[1];
-              sc.out_rows[r] = static_cast<float*>(out.data) + t * out.strides[0] + h * out.strides[1];
-              sc.row_pos[r] = b.positions[t];
-            }
-          }
+        if (it.split >= 0) {
+          run_split_part(b, q, k_cache, v_cache, out, it, sc);
+        } else {
+          run_tile(b, q, k_cache, v_cache, out, it, sc);
         }
-        const fc::TileArgs a{sc.q_rows.data(),
-                             sc.out_rows.data(),
-                             sc.row_pos.data(),
-                             rows,
-                             window_,
-                             b.block_tables + static_cast<int64_t>(it.seq) * b.max_blocks_per_seq,
-                             static_cast<const char*>(k_cache.data) + it.kv_head * k_cache.strides[2] * es,
-                             static_cast<const char*>(v_cache.data) + it.kv_head * v_cache.strides[2] * es,
-                             it.kv_heads,
-                             k_cache.strides[2],
-                             v_cache.strides[2],
-                             k_cache.strides[0],
-                             k_cache.strides[1],
-                             v_cache.strides[0],
-                             v_cache.strides[1],
-                             args_.kv_dtype,
-                             scales_at + it.kv_head * (scale_size - k_cache.strides[2] * es),
-                             scale_size,
-                             loom::sdk::kv::scale_slot_stride(args_.kv_dtype, args_.n_kv_heads),
-                             args_.block_size,
-                             args_.head_dim,
-                             args_.scale};
-        kernel_(a, sc.tile);
       }
     });
+  }
+
+  // The rows of a tile into sc (q_rows, out_rows, row_pos): head-major, then token, then the
+  // G query heads of the KV head. Returns their number.
+  int32_t fill_rows(const loom_attention_batch& b, const loom_tensor_view& q, const loom_tensor_view& out,
+                    const Item& it, Scratch& sc) const {
+    const int32_t group = args_.n_heads / args_.n_kv_heads;
+    const int32_t rows = (it.token_end - it.token_begin) * group * it.kv_heads;
+    sc.q_rows.resize(static_cast<size_t>(rows));
+    sc.out_rows.resize(static_cast<size_t>(rows));
+    sc.row_pos.resize(static_cast<size_t>(rows));
+    sc.part_rows.resize(static_cast<size_t>(rows));
+    size_t r = 0;
+    for (int64_t g = it.kv_head; g < int64_t{it.kv_head} + it.kv_heads; ++g) {
+      for (int64_t t = it.token_begin; t < it.token_end; ++t) {
+        for (int64_t h = g * group; h < (g + 1) * group; ++h, ++r) {
+          sc.q_rows[r] = static_cast<const float*>(q.data) + t * q.strides[0] + h * q.strides[1];
+          sc.out_rows[r] = static_cast<float*>(out.data) + t * out.strides[0] + h * out.strides[1];
+          sc.row_pos[r] = b.positions[t];
+        }
+      }
+    }
+    return rows;
+  }
+
+  // The kernel on sc's rows (fill_rows) for the keys of partition `part`; rows whose keys reach
+  // outside it leave their partials at sc.part_rows.
+  void run_kernel(const loom_attention_batch& b, const loom_tensor_view& k_cache, const loom_tensor_view& v_cache,
+                  const Item& it, int32_t part, Scratch& sc) const {
+    const int64_t es = loom::sdk::kv::element_size(args_.kv_dtype);
+    // From a block's first row of head h to that head's (int8: block-head, fp8: first row's) scale.
+    const int64_t scales_at = loom::sdk::kv::scales_offset(args_.kv_dtype, b.block_size, args_.n_kv_heads, args_.head_dim);
+    const int64_t scale_size = loom::sdk::kv::scale_size(args_.kv_dtype);
+    const fc::TileArgs a{sc.q_rows.data(),
+                         sc.out_rows.data(),
+                         sc.row_pos.data(),
+                         static_cast<int32_t>(sc.row_pos.size()),
+                         window_,
+                         part * fc::kPartitionTokens,
+                         (part + 1) * fc::kPartitionTokens,
+                         sc.part_rows.data(),
+                         b.block_tables + static_cast<int64_t>(it.seq) * b.max_blocks_per_seq,
+                         static_cast<const char*>(k_cache.data) + it.kv_head * k_cache.strides[2] * es,
+                         static_cast<const char*>(v_cache.data) + it.kv_head * v_cache.strides[2] * es,
+                         it.kv_heads,
+                         k_cache.strides[2],
+                         v_cache.strides[2],
+                         k_cache.strides[0],
+                         k_cache.strides[1],
+                         v_cache.strides[0],
+                         v_cache.strides[1],
+                         args_.kv_dtype,
+                         scales_at + it.kv_head * (scale_size - k_cache.strides[2] * es),
+                         scale_size,
+                         loom::sdk::kv::scale_slot_stride(args_.kv_dtype, args_.n_kv_heads),
+                         args_.block_size,
+                         args_.head_dim,
+                         args_.scale};
+    kernel_(a, sc.tile);
+  }
+
+  // First and last partition of the keys of a row at `pos`.
+  std::pair<int32_t, int32_t> row_parts(int32_t pos) const {
+    return {fc::partition_of(window_first(pos)), fc::partition_of(pos)};
+  }
+
+  // A whole tile in this item: partition after partition, each row's partials merged as they come
+  // (rows within one partition are finished by the kernel itself).
+  void run_tile(const loom_attention_batch& b, const loom_tensor_view& q, const loom_tensor_view& k_cache,
+                const loom_tensor_view& v_cache, const loom_tensor_view& out, const Item& it, Scratch& sc) const {
+    const int32_t rows = fill_rows(b, q, out, it, sc);
+    const int64_t pf = fc::partial_floats(args_.head_dim);
+    if (it.part_end() - it.part_begin() > 1) {
+      sc.partial.resize(static_cast<size_t>(rows * pf));  // [rows, head_dim + 2] this partition's
+      sc.state.resize(static_cast<size_t>(rows * pf));    // [rows, head_dim + 2] merged so far
+      for (int32_t r = 0; r < rows; ++r) {
+        sc.part_rows[static_cast<size_t>(r)] = sc.partial.data() + r * pf;
+        fc::reset_partial(sc.state.data() + r * pf, args_.head_dim);
+      }
+    }
+    for (int32_t p = it.part_begin(); p < it.part_end(); ++p) {
+      run_kernel(b, k_cache, v_cache, it, p, sc);
+      if (it.part_end() - it.part_begin() == 1) break;  // every row lies in the one partition
+      for (int32_t r = 0; r < rows; ++r) {
+        const auto [first, last] = row_parts(sc.row_pos[static_cast<size_t>(r)]);
+        if (first < last && first <= p && p <= last)
+          fc::merge_partial(sc.state.data() + r * pf, sc.partial.data() + r * pf, args_.head_dim);
+      }
+    }
+    if (it.part_end() - it.part_begin() == 1) return;
+    for (int32_t r = 0; r < rows; ++r) {
+      const auto [first, last] = row_parts(sc.row_pos[static_cast<size_t>(r)]);
+      if (first < last)
+        fc::finish_partial(sc.state.data() + r * pf, sc.out_rows[static_cast<size_t>(r)], args_.head_dim);
+    }
+  }
+
+  // One partition of a split tile; the last of the tile's items to finish merges its partials,
+  // in increasing partition order, with the same merge_partial calls run_tile makes.
+  void run_split_part(const loom_attention_batch& b, const loom_tensor_view& q, const loom_tensor_view& k_cache,
+                      const loom_tensor_view& v_cache, const loom_tensor_view& out, const Item& it, Scratch& sc) {
+    const Split& sp = splits_[static_cast<size_t>(it.split)];
+    const int32_t parts = sp.tile.part_end() - sp.tile.part_begin();
+    const int64_t pf = fc::partial_floats(args_.head_dim);
+    // [rows, parts, head_dim + 2] of the tile: row r's partial of partition p.
+    const auto slot = [&](int32_t r, int32_t p) {
+      return partials_.data() + sp.partials + (int64_t{r} * parts + p - sp.tile.part_begin()) * pf;
+    };
+    const int32_t rows = fill_rows(b, q, out, it, sc);
+    for (int32_t r = 0; r < rows; ++r) sc.part_rows[static_cast<size_t>(r)] = slot(r, it.part_begin());
+    run_kernel(b, k_cache, v_cache, it, it.part_begin(), sc);
+    // acq_rel: the last item sees every other item's partials.
+    if (remaining_[static_cast<size_t>(it.split)].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+    sc.state.resize(static_cast<size_t>(pf));
+    for (int32_t r = 0; r < rows; ++r) {
+      const auto [first, last] = row_parts(sc.row_pos[static_cast<size_t>(r)]);
+      if (first == last) continue;  // finished by the kernel
+      fc::reset_partial(sc.state.data(), args_.head_dim);
+      for (int32_t p = first; p <= last; ++p)
+        fc::merge_partial(sc.state.data(), slot(r, p), args_.head_dim);
+      fc::finish_partial(sc.state.data(), sc.out_rows[static_cast<size_t>(r)], args_.head_dim);
+    }
   }
 
   loom::sdk::Host host_;
@@ -367,13 +515,12 @@ class FlashCpuAttention {
   int32_t window_ = 0;          // the current call's sliding window (0: none)
   std::vector<float> rotated_;  // write_kv: one K row after RoPE
   fc::TileKernel kernel_ = nullptr;
-  std::vector<Item> items_;  // [work items] of the current step, reused across steps
-  struct Scratch {
-    std::vector<const float*> q_rows;  // [rows] of the item being run
-    std::vector<float*> out_rows;      // [rows]
-    std::vector<int32_t> row_pos;      // [rows]
-    fc::TileScratch tile;
-  };
+  // Of the current step, reused across steps:
+  std::vector<Item> tiles_;    // [tiles] before the split
+  std::vector<Item> items_;    // [work items]
+  std::vector<Split> splits_;  // [split tiles]
+  std::vector<float> partials_;  // [split tiles' rows x partitions, head_dim + 2] (Split::partials)
+  std::vector<std::atomic<int32_t>> remaining_;  // [split tiles] partitions not yet folded
   std::vector<Scratch> scratch_;  // per thread, reused across steps
 };
 

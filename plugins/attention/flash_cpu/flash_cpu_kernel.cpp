@@ -186,15 +186,17 @@ void tile_one_head(const TileArgs& a, TileScratch& s) {
     s.v_block.resize(static_cast<size_t>(bs) * D);
   }
   const int64_t es = sdk::kv::element_size(a.kv_dtype);
+  // Keys min_first .. max_pos of the partition are read: the union of the rows' ranges in it.
   int32_t max_pos = 0, min_first = INT32_MAX;
   for (int32_t r = 0; r < R; ++r) {
-    max_pos = std::max(max_pos, a.row_pos[r]);
-    min_first = std::min(min_first, window_first(a, a.row_pos[r]));
+    max_pos = std::max(max_pos, std::min(a.row_pos[r], a.kv_end - 1));
+    min_first = std::min(min_first, std::max(window_first(a, a.row_pos[r]), a.kv_begin));
   }
 
   // Block order is the same for every row (ascending, from the first block any row's window
-  // reaches), so each row sees the same sequence of rescalings whatever tile it is in.
-  for (int32_t b = min_first / bs; b <= max_pos / bs; ++b) {
+  // reaches in the partition), so each row sees the same sequence of rescalings whatever tile it
+  // is in.
+  for (int32_t b = min_first / bs; b <= max_pos / bs && min_first <= max_pos; ++b) {
     const int64_t block = a.block_table[b];
     const int32_t first = b * bs;
     // [block_size, .., head_dim] rows of this KV head, in place (f32) or dequantised.
@@ -218,21 +220,15 @@ void tile_one_head(const TileArgs& a, TileScratch& s) {
     }
     for (int32_t r = 0; r < R; ++r) {
       // Causal mask by position: keys first .. row_pos[r] of this block; a window also drops the
-      // block's keys before window_first.
-      const int32_t n = std::min(bs, a.row_pos[r] - first + 1);
-      const int32_t skip = std::clamp(window_first(a, a.row_pos[r]) - first, 0, bs);
+      // block's keys before window_first, and the partition its keys outside [kv_begin, kv_end).
+      const int32_t n = std::min(bs, std::min(a.row_pos[r], a.kv_end - 1) - first + 1);
+      const int32_t skip = std::clamp(std::max(window_first(a, a.row_pos[r]), a.kv_begin) - first, 0, bs);
       if (n - skip <= 0) continue;
       fold_block(a, a.q_rows[r], k + skip * ks, ks, v + skip * vs, vs, n - skip, s.m[static_cast<size_t>(r)],
                  s.l[static_cast<size_t>(r)], s.acc.data() + static_cast<size_t>(r) * D, s.scores.data());
     }
   }
-  // A true division, not a multiply by 1/l: when weights are exact (equal scores) the mean is too.
-  for (int32_t r = 0; r < R; ++r) {
-    const float l = s.l[static_cast<size_t>(r)];
-    const float* acc = s.acc.data() + static_cast<size_t>(r) * D;
-    float* o = a.out_rows[r];
-    for (int32_t d = 0; d < D; ++d) o[d] = acc[d] / l;
-  }
+  store_rows(a, s.acc.data(), s.m.data(), s.l.data());
 }
 
 // Head by head: the results do not depend on how heads are grouped into items.
@@ -243,6 +239,7 @@ void tile_portable(const TileArgs& a, TileScratch& s) {
     TileArgs one = a;
     one.q_rows += h * per_head;
     one.out_rows += h * per_head;
+    one.part_rows += h * per_head;
     one.row_pos += h * per_head;
     one.rows = per_head;
     one.k_head = static_cast<const char*>(a.k_head) + h * a.k_head_stride * es;
@@ -256,6 +253,25 @@ void tile_portable(const TileArgs& a, TileScratch& s) {
 }
 
 }  // namespace
+
+void store_rows(const TileArgs& a, const float* acc, const float* m, const float* l) {
+  const int32_t D = a.head_dim;
+  for (int32_t r = 0; r < a.rows; ++r) {
+    const int32_t pos = a.row_pos[r], first = window_first(a, pos);
+    if (std::max(first, a.kv_begin) > std::min(pos, a.kv_end - 1)) continue;  // no key in the partition
+    const float* row_acc = acc + static_cast<size_t>(r) * D;
+    if (first >= a.kv_begin && pos < a.kv_end) {
+      // A true division, not a multiply by 1/l: when weights are exact (equal scores) the mean is too.
+      float* o = a.out_rows[r];
+      for (int32_t d = 0; d < D; ++d) o[d] = row_acc[d] / l[r];
+    } else {
+      float* p = a.part_rows[r];
+      std::memcpy(p, row_acc, sizeof(float) * static_cast<size_t>(D));
+      p[D] = m[r];
+      p[D + 1] = l[r];
+    }
+  }
+}
 
 TileKernel select_tile_kernel(bool allow_simd, const char** name) {
 #if defined(__x86_64__) && defined(__GNUC__)

@@ -11,6 +11,11 @@
 // and its sequence's K/V — never on the other rows of the tile — so tiling choices and batch
 // composition cannot change a single bit of the output.
 //
+// A tile folds only the keys of one split-K partition [kv_begin, kv_end) (flash_cpu_split.hpp).
+// A row whose keys all lie in it is finished (out = acc / l); a row whose keys reach outside it
+// leaves its partial state (acc, m, l) for the plugin to merge; a row with no key in it is left
+// alone.
+//
 // KV dtypes, portable kernel: an f32 pool is read in place. An f16/bf16/int8/fp8_e4m3 pool is
 // dequantised one block-head at a time (only the rows some row of the tile admits) into a
 // per-thread f32 buffer of [block_size, head_dim] that stays in L1, and then folded exactly like
@@ -37,6 +42,9 @@ struct TileArgs {
   const int32_t* row_pos;      // [rows] position of each row's token; it attends to 0..pos
   int32_t rows;
   int32_t window;              // > 0: a row attends to pos - window + 1 .. pos only (sliding window)
+  int32_t kv_begin, kv_end;    // only keys at positions kv_begin .. kv_end - 1 are folded (a partition)
+  float* const* part_rows;     // [rows] -> [head_dim + 2] partial state of a row whose keys reach
+                               // outside [kv_begin, kv_end) (flash_cpu_split.hpp); else unused
   const int32_t* block_table;  // [>= max(row_pos) / block_size + 1] this sequence's blocks
   const void* k_head;          // k_cache data advanced to the item's first KV head
   const void* v_head;          // v_cache data advanced to the item's first KV head
@@ -68,6 +76,11 @@ struct TileScratch {
 };
 
 using TileKernel = void (*)(const TileArgs& args, TileScratch& scratch);
+
+// The last step of both kernels: each row with a key in [kv_begin, kv_end) is finished into
+// out_rows or, if its keys reach outside, stored as a partial into part_rows.
+// acc [rows, head_dim], m [rows], l [rows]: the rows' running states.
+void store_rows(const TileArgs& args, const float* acc, const float* m, const float* l);
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // Intrinsics for AVX2+FMA+F16C; callable only where the CPU has them (select_tile_kernel checks).

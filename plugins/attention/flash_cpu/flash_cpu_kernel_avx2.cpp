@@ -328,11 +328,13 @@ void tile(const TileArgs& a, TileScratch& s) {
   const float* fp8 = kDtype == LOOM_DTYPE_FP8_E4M3 ? sdk::kv::fp8_e4m3_table().data() : nullptr;
   // Oldest position a row at pos attends to (0 without a sliding window).
   const auto window_first = [&](int32_t pos) { return a.window > 0 && pos >= a.window ? pos - a.window + 1 : 0; };
+  // Keys min_first .. max_pos of the partition are read: the union of the rows' ranges in it.
   int32_t max_pos = 0, min_first = INT32_MAX;
   for (int32_t r = 0; r < R; ++r) {
-    max_pos = std::max(max_pos, a.row_pos[r]);
-    min_first = std::min(min_first, window_first(a.row_pos[r]));
+    max_pos = std::max(max_pos, std::min(a.row_pos[r], a.kv_end - 1));
+    min_first = std::min(min_first, std::max(window_first(a.row_pos[r]), a.kv_begin));
   }
+  if (min_first > max_pos) return;  // no row has a key in the partition
   const int32_t first_block = min_first / bs, last_block = max_pos / bs;
   const char* k_head = static_cast<const char*>(a.k_head);
   const char* v_head = static_cast<const char*>(a.v_head);
@@ -377,9 +379,12 @@ void tile(const TileArgs& a, TileScratch& s) {
       const BlockRows k{kb + h * k_head_bytes, k_stride, block_scale(kb, h), row_scales(kb, h, live, s.k_row_scales)};
       const BlockRows v{vb + h * v_head_bytes, v_stride, block_scale(vb, h), row_scales(vb, h, live, s.v_row_scales)};
       // Causal mask by position: keys first .. row_pos[r] of this block; a sliding window also
-      // masks the block's keys before the row's window_first (skip of them).
-      const auto keys = [&](int32_t r) { return std::min(bs, a.row_pos[r] - first + 1); };
-      const auto skipped = [&](int32_t r) { return std::clamp(window_first(a.row_pos[r]) - first, 0, bs); };
+      // masks the block's keys before the row's window_first (skip of them), and the partition
+      // its keys outside [kv_begin, kv_end).
+      const auto keys = [&](int32_t r) { return std::min(bs, std::min(a.row_pos[r], a.kv_end - 1) - first + 1); };
+      const auto skipped = [&](int32_t r) {
+        return std::clamp(std::max(window_first(a.row_pos[r]), a.kv_begin) - first, 0, bs);
+      };
       const int32_t ldk = (live + 7) / 8 * 8;
       bool transposed = false;
       for (int32_t r = h * per_head, end = (h + 1) * per_head; r < end;) {
@@ -403,15 +408,7 @@ void tile(const TileArgs& a, TileScratch& s) {
       }
     }
   }
-  // A true division, not a multiply by 1/l: when weights are exact (equal scores) the mean is too.
-  for (int32_t r = 0; r < R; ++r) {
-    const __m256 l = _mm256_set1_ps(s.l[static_cast<size_t>(r)]);
-    const float* acc = s.acc.data() + static_cast<size_t>(r) * D;
-    float* o = a.out_rows[r];
-    int32_t d = 0;
-    for (; d + 8 <= D; d += 8) _mm256_storeu_ps(o + d, _mm256_div_ps(_mm256_loadu_ps(acc + d), l));
-    if (d < D) _mm_storeu_ps(o + d, _mm_div_ps(_mm_loadu_ps(acc + d), _mm256_castps256_ps128(l)));
-  }
+  store_rows(a, s.acc.data(), s.m.data(), s.l.data());
 }
 
 }  // namespace
