@@ -184,10 +184,11 @@ inline std::vector<double> reference(const Problem& p, int32_t window = 0) {
   return out;
 }
 
-// An instance of attention plugin `name` for `s` (scale 1/sqrt(head_dim)), or nullptr with the
-// reason in *skip when it cannot run here (conformance::create_or_skip).
+// An instance of attention plugin `name` for `s` (scale 1/sqrt(head_dim)) with `config`, or nullptr
+// with the reason in *skip when it cannot run here (conformance::create_or_skip).
 inline std::unique_ptr<LoadedPlugin> create_attention(const PluginHost& host, const std::string& name, const Shape& s,
-                                                      std::string* skip, loom_dtype kv_dtype = LOOM_DTYPE_F32) {
+                                                      std::string* skip, loom_dtype kv_dtype = LOOM_DTYPE_F32,
+                                                      const std::string& config = "{}") {
   loom_attention_create_args a{};
   a.struct_size = sizeof(a);
   a.n_heads = s.n_heads;
@@ -197,7 +198,7 @@ inline std::unique_ptr<LoadedPlugin> create_attention(const PluginHost& host, co
   a.kv_dtype = kv_dtype;
   a.block_size = s.block_size;
   a.device = loom_device{LOOM_DEVICE_CPU, 0};
-  return conformance::create_or_skip(host, LOOM_KIND_ATTENTION, name, &a, skip);
+  return conformance::create_or_skip(host, LOOM_KIND_ATTENTION, name, &a, skip, config);
 }
 
 }  // namespace loom::attention_problem

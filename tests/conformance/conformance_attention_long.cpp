@@ -132,17 +132,8 @@ class FlashCpuSplit : public ::testing::TestWithParam<Shape> {
  protected:
   static std::unique_ptr<LoadedPlugin> make(const PluginHost& host, const Shape& s, loom_dtype kv = LOOM_DTYPE_F32,
                                             const std::string& config = "{}") {
-    loom_attention_create_args a{};
-    a.struct_size = sizeof(a);
-    a.n_heads = s.n_heads;
-    a.n_kv_heads = s.n_kv_heads;
-    a.head_dim = s.head_dim;
-    a.scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
-    a.kv_dtype = kv;
-    a.block_size = s.block_size;
-    a.device = loom_device{LOOM_DEVICE_CPU, 0};
     std::string skip;
-    auto p = conformance::create_or_skip(host, LOOM_KIND_ATTENTION, "flash_cpu", &a, &skip, config);
+    auto p = create_attention(host, "flash_cpu", s, &skip, kv, config);
     if (!p) ADD_FAILURE() << skip;
     return p;
   }

@@ -293,29 +293,21 @@ TEST(QuantizationNone, ComputeBf16WithPortableKernelsComputesExactly) {
             none_linear(R"({"simd": "portable", "compute": "bf16"})", w.data(), LOOM_DTYPE_F32, out, in, x, n));
 }
 
-TEST(QuantizationNone, RejectsAnUnknownComputeValue) {
+// A value outside a choice key's list is refused, naming the key and the valid values.
+TEST(QuantizationNone, RejectsAnUnknownChoiceValue) {
   ThreadPool threads(1);
   PluginHost host(threads, {});
   loom_quantization_create_args a{};
   a.struct_size = sizeof(a);
-  try {
-    host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", R"({"compute": "fp16"})"}, &a);
-    FAIL() << "a bad compute value was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("\"compute\" must be \"exact\" or \"bf16\""), std::string::npos) << e.what();
-  }
-}
-
-TEST(QuantizationNone, RejectsAnUnknownSimdValue) {
-  ThreadPool threads(1);
-  PluginHost host(threads, {});
-  loom_quantization_create_args a{};
-  a.struct_size = sizeof(a);
-  try {
-    host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", R"({"simd": "avx512"})"}, &a);
-    FAIL() << "a bad simd value was accepted";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("\"simd\" must be \"auto\" or \"portable\""), std::string::npos) << e.what();
+  for (const auto& [config, message] :
+       {std::pair<const char*, const char*>{R"({"simd": "avx512"})", R"("simd" must be "auto" or "portable")"},
+        {R"({"compute": "fp16"})", R"("compute" must be "exact" or "bf16")"}}) {
+    try {
+      host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
+      ADD_FAILURE() << config << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(message), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -2,9 +2,8 @@
 # Batched decode against llama.cpp on the same files: Loom's `loom-bench model -b B` (B sequences
 # of PROMPT tokens each, then STEPS timed decode steps of all B) and llama.cpp's own
 # `llama-batched-bench -npl B` (its S_TG over the same prompt and step counts, flash attention on,
-# f16 KV as Loom's here), rounds alternating which engine goes first, medians over rounds. The
-# files are `loom-convert --random` presets in f16, quantized by llama.cpp's llama-quantize for
-# the other types, so both engines read the bytes the peer's tools write.
+# f16 KV as Loom's here), rounds alternating which engine goes first, medians over rounds, on
+# bench_models.sh's random-weight files.
 #
 #   tools/bench/batched-decode.sh [BUILD_DIR]
 # Environment: PRESETS ("llama-125m llama-1b"), TYPES ("f16 q8_0 q4_k_m"), BATCHES ("1 8 32"),
@@ -26,7 +25,7 @@ models="$build/bench-models"
 mkdir -p "$out" "$models"
 rm -f "$out"/*.json "$out"/*.jsonl
 llama_bin="$("$root/tools/peers/build-llama-cpp.sh")"
-vocab="$root/tests/data/vocab/ggml-vocab-llama-spm.gguf"
+source "$root/tools/bench/bench_models.sh"
 csv() { tr ' ' ',' <<<"$1"; }
 largest=0
 for b in $batches; do (( b > largest )) && largest=$b; done
@@ -34,18 +33,12 @@ ctx=$(( largest * (prompt + steps + 1) + 256 ))
 
 # The header: ISA and read bandwidth, from a short Loom run that measures it.
 isa=$(grep -o -w -E 'avx2|avx512f|avx512_vnni|avx512_bf16|amx_tile' /proc/cpuinfo | sort -u | tr '\n' ' ')
-first_preset=${presets%% *}
-f16="$models/$first_preset-f16.gguf"
-[[ -f "$f16" ]] || "$bin/loom-convert" --random --preset "$first_preset" --dtype f16 --vocab-from "$vocab" -o "$f16" >&2
-bandwidth=$("$bin/loom-bench" model -m "$f16" -t "$threads" -p "" -n "" -b "" -r 1 2>&1 |
+bandwidth=$("$bin/loom-bench" model -m "$(bench_model "${presets%% *}" f16)" -t "$threads" -p "" -n "" -b "" -r 1 2>&1 |
   grep -o -E 'bandwidth[^:]*: [0-9.]+ GB/s' | grep -o -E '[0-9.]+ GB/s' || echo "unmeasured")
 
 for preset in $presets; do
-  f16="$models/$preset-f16.gguf"
-  [[ -f "$f16" ]] || "$bin/loom-convert" --random --preset "$preset" --dtype f16 --vocab-from "$vocab" -o "$f16" >&2
   for t in $types; do
-    file="$models/$preset-$t.gguf"
-    [[ "$t" == f16 || -f "$file" ]] || "$llama_bin/llama-quantize" "$f16" "$file" "$t" >/dev/null 2>&1
+    file="$(bench_model "$preset" "$t")"
     quant=gguf config='{}'
     [[ "$t" == f16 ]] && quant=none config="$none_config"
     for r in $(seq 1 "$rounds"); do

@@ -22,14 +22,11 @@ models="$build/bench-models"
 mkdir -p "$out" "$models"
 rm -f "$out"/*.json
 llama_bin="$("$root/tools/peers/build-llama-cpp.sh")"
-vocab="$root/tests/data/vocab/ggml-vocab-llama-spm.gguf"
+source "$root/tools/bench/bench_models.sh"
 
 for preset in $presets; do
-  f16="$models/$preset-f16.gguf"
-  [[ -f "$f16" ]] || "$bin/loom-convert" --random --preset "$preset" --dtype f16 --vocab-from "$vocab" -o "$f16" >&2
   for t in $types; do
-    file="$models/$preset-$t.gguf"
-    [[ "$t" == f16 || -f "$file" ]] || "$llama_bin/llama-quantize" "$f16" "$file" "$t" >/dev/null 2>&1
+    file="$(bench_model "$preset" "$t")"
     quant=gguf
     [[ "$t" == f16 ]] && quant=none
     for r in $(seq 1 "$rounds"); do

@@ -68,15 +68,7 @@ inline __attribute__((always_inline)) __m512bh as_bh(__m512i v) {
   return r;
 }
 
-// loom::sdk::f32_to_bf16 on one element, for the tails.
-inline uint32_t bf16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  if ((u & 0x7fffffffU) > 0x7f800000U) return (u >> 16) | 0x40U;
-  return (u + 0x7fffU + ((u >> 16) & 1U)) >> 16;
-}
-
-// The same on 16 lanes: bf16 bits in each lane's low half.
+// loom::sdk::f32_to_bf16 on 16 lanes: bf16 bits in each lane's low half.
 inline __m512i bf16_bits(__m512 v) {
   const __m512i u = _mm512_castps_si512(v);
   const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
@@ -101,9 +93,7 @@ void pack_row(const float* x, int64_t k0, int64_t kn, int64_t gr, int64_t r, uin
     for (int i = 0; i < 8; ++i) dst[(k / 2 + i) * gr + r] = static_cast<uint32_t>(pairs[i]);
   }
   for (; k < kn; k += 2) {
-    const uint32_t l = bf16_bits(xr[k]);
-    const uint32_t h = k + 1 < kn ? bf16_bits(xr[k + 1]) : 0U;
-    dst[(k / 2) * gr + r] = l | h << 16;
+    dst[(k / 2) * gr + r] = loom_none::bf16_pair(xr[k], k + 1 < kn ? xr[k + 1] : 0.0F);
   }
 }
 
