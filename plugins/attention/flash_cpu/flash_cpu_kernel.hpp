@@ -68,7 +68,6 @@ struct TileScratch {
   std::vector<float> m;       // [rows] running max of the scores
   std::vector<float> l;       // [rows] running sum of exp(score - m)
   std::vector<float> scores;  // [rows of a group][block_size rounded up to 8] scores, then weights, in one block
-  std::vector<float> kt;      // [head_dim rounded up to 8][block_size rounded up to 8] AVX2: one block-head's K, transposed
   std::vector<float> k_block;  // [block_size, head_dim] dequantised K of one block-head (portable, non-f32 pools)
   std::vector<float> v_block;  // [block_size, head_dim] dequantised V
   std::vector<float> k_row_scales;  // [block_size rounded up to 8] fp8: one block-head's K row scales (AVX2)
@@ -85,6 +84,9 @@ void store_rows(const TileArgs& args, const float* acc, const float* m, const fl
 #if defined(__x86_64__) && defined(__GNUC__)
 // Intrinsics for AVX2+FMA+F16C; callable only where the CPU has them (select_tile_kernel checks).
 void tile_avx2(const TileArgs& args, TileScratch& scratch);
+// out[0..n) = x as f16, 8 at a time by F16C (round to nearest even): the bits of
+// sdk::f32_to_f16 for every value, NaN included (a group of 8 holding a NaN goes through it).
+void encode_f16_avx2(const float* x, uint16_t* out, int32_t n);
 #endif
 
 // The portable kernel, or the AVX2+FMA+F16C one when `allow_simd` and the CPU has them.

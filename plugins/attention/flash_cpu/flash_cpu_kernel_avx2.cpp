@@ -12,14 +12,19 @@
 //     which the hardware prefetchers do not follow.
 //   * rows are folded in groups of up to 6 (rows of one KV head with the same causal key count:
 //     all of them, except in the block holding their own positions) that share every K and V
-//     load, like a GEMM micro-kernel: the block-head's keys are transposed once ([d][key], keys in
-//     lanes) so a group's scores are outer products with no horizontal sums, and the weighted V
-//     rows are added to 6 rows x 16 elements of head_dim per load. Prefill attention took 2.2x
-//     less time than with one row at a time (loom-bench-attention, 512 tokens, head_dim 128).
+//     load, like a GEMM micro-kernel. Scores are dot products along head_dim, read from the K rows
+//     as they lie in the pool: 8 lanes of partial sums per (row, key), up to 3 rows x 4 keys (one
+//     row x 8 keys in a decode of one head) in registers, then a fixed tree over the lanes. An
+//     earlier version transposed each block-head's keys and took scores as outer products; for a
+//     decode row of one head that transpose and one 64-long FMA chain per key set cost 2-3x the
+//     arithmetic (loom-bench-attention, 125m decode 8x1 @300: 10.4 -> 6.9 ms; prefill 1x512
+//     with f16 KV also faster, 21.1 -> 17.9 ms, with the F16C writer below);
+//   * the plugin writes an f16 pool through encode_f16_avx2 (F16C, 8 values a time) instead of
+//     one scalar conversion per element: the same bits.
 // Rows of a tile (the query heads of one GQA group, x tokens) walk the blocks in the same order
 // as the portable kernel, each block being read from memory once and reused from L1 by every row.
-// A row's arithmetic does not depend on its tile-mates or its group: each score is one FMA chain
-// over head_dim in its own lane, each output element one chain over the keys. So batched and
+// A row's arithmetic does not depend on its tile-mates or its group: each score is the same 8 lane
+// chains and the same tree, each output element one chain over the keys. So batched and
 // alone runs, and a prefill row and the same token decoded alone, agree bit for bit; this kernel
 // matches the portable one to float rounding.
 #include "flash_cpu_kernel.hpp"
@@ -113,72 +118,90 @@ struct BlockRows {
 // key count n) share every K and V load, as a GEMM micro-kernel shares its operands.
 constexpr int kGroup = 6;
 
-// kt[d * ldk + j] = K[j][d] (unscaled, as load8 widens it) for j < live, d < D; lanes j in
-// [live, ldk) are zero. ldk = live rounded up to 8; kt has ceil8(D) rows (the last d chunk of 4
-// writes 8). 8 x 8 transposes of widened rows.
-template <loom_dtype kDtype>
-inline void transpose_keys(const BlockRows& k, int32_t live, int32_t D, const float* fp8, float* kt, int32_t ldk) {
-  for (int32_t j0 = 0; j0 < live; j0 += 8) {
-    for (int32_t d = 0; d < D; d += 8) {
-      __m256 r[8];
-      for (int i = 0; i < 8; ++i)
-        r[i] = j0 + i >= live ? _mm256_setzero_ps()
-               : d + 8 <= D   ? load8<kDtype>(k.row(j0 + i), d, fp8)
-                              : load4<kDtype>(k.row(j0 + i), d, fp8);
-      const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-      const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-      const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-      const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-      const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-      const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-      const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-      const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-      float* o = kt + static_cast<int64_t>(d) * ldk + j0;
-      _mm256_storeu_ps(o + 0 * ldk, _mm256_permute2f128_ps(u0, u4, 0x20));
-      _mm256_storeu_ps(o + 1 * ldk, _mm256_permute2f128_ps(u1, u5, 0x20));
-      _mm256_storeu_ps(o + 2 * ldk, _mm256_permute2f128_ps(u2, u6, 0x20));
-      _mm256_storeu_ps(o + 3 * ldk, _mm256_permute2f128_ps(u3, u7, 0x20));
-      _mm256_storeu_ps(o + 4 * ldk, _mm256_permute2f128_ps(u0, u4, 0x31));
-      _mm256_storeu_ps(o + 5 * ldk, _mm256_permute2f128_ps(u1, u5, 0x31));
-      _mm256_storeu_ps(o + 6 * ldk, _mm256_permute2f128_ps(u2, u6, 0x31));
-      _mm256_storeu_ps(o + 7 * ldk, _mm256_permute2f128_ps(u3, u7, 0x31));
+// Rows x keys of one dot_pass: R (at most 3) rows' query chunks, one K chunk at a time and
+// R x kKeysPerPass<R> accumulators in the 16 ymm registers (3 x 4: 12 FMAs per 7 loads); a
+// 16-key block is a whole number of passes.
+template <int R>
+constexpr int kKeysPerPass = R == 1 ? 8 : 4;
+
+// The scores of 4 keys from their accumulators of 8 lane partial sums, each summed
+// ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)).
+inline __m128 reduce4(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+  const __m256 u = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));  // [0123 of each | 4567]
+  return _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+}
+
+// scores[r * lds + j0 + i] = q_r . k_{j0 + i} (unscaled) for r < R and i < kKeys (keys all < n),
+// and 0 for i in [kKeys, 4): lane l of a key's accumulator sums q_r[d] * k[d] over d = l, l + 8,
+// l + 16, ... in one FMA chain from 0 (a last chunk of 4 has zero upper lanes), then reduce4
+// folds the lanes. The arithmetic of a score is the same whatever R, kKeys and j0 are.
+template <loom_dtype kDtype, int R, int kKeys>
+inline void dot_pass(const float* const* q, const BlockRows& k, int32_t j0, int32_t D, const float* fp8,
+                     float* scores, int32_t lds) {
+  __m256 acc[R][kKeys];
+  for (int r = 0; r < R; ++r)
+    for (int i = 0; i < kKeys; ++i) acc[r][i] = _mm256_setzero_ps();
+  int32_t d = 0;
+  for (; d + 8 <= D; d += 8) {
+    __m256 qv[R];
+    for (int r = 0; r < R; ++r) qv[r] = _mm256_loadu_ps(q[r] + d);
+    for (int i = 0; i < kKeys; ++i) {
+      const __m256 kv = load8<kDtype>(k.row(j0 + i), d, fp8);
+      for (int r = 0; r < R; ++r) acc[r][i] = _mm256_fmadd_ps(qv[r], kv, acc[r][i]);
+    }
+  }
+  if (d < D) {  // head_dim is a multiple of 4: a last chunk of 4
+    for (int i = 0; i < kKeys; ++i) {
+      const __m256 kv = load4<kDtype>(k.row(j0 + i), d, fp8);
+      for (int r = 0; r < R; ++r)
+        acc[r][i] = _mm256_fmadd_ps(_mm256_zextps128_ps256(_mm_loadu_ps(q[r] + d)), kv, acc[r][i]);
+    }
+  }
+  const __m256 zero = _mm256_setzero_ps();
+  for (int r = 0; r < R; ++r) {
+    for (int i = 0; i < kKeys; i += 4) {
+      const auto at = [&](int x) { return i + x < kKeys ? acc[r][i + x] : zero; };
+      _mm_storeu_ps(scores + r * lds + j0 + i, reduce4(at(0), at(1), at(2), at(3)));
     }
   }
 }
 
-// scores[r * lds + j] = q_r . k_j (unscaled) for r < R and 8-key chunks covering j < n: each
-// score is one FMA chain over d = 0 .. D-1 in its own lane, whatever R is, so a row's scores do
-// not depend on its group-mates. Two chunks at a time when there are two (2R accumulators).
-template <int R>
-inline void group_scores(const float* const* q, const float* kt, int32_t ldk, int32_t n, int32_t D, float* scores,
-                         int32_t lds) {
+// dot_pass over keys 0 .. n-1 for R <= 3 rows: full passes, then the last 1-7 keys.
+template <loom_dtype kDtype, int R>
+inline void dot_rows(const float* const* q, const BlockRows& k, int32_t n, int32_t D, const float* fp8, float* scores,
+                     int32_t lds) {
+  constexpr int kKeys = kKeysPerPass<R>;
   int32_t j = 0;
-  for (; j + 16 <= ((n + 7) & ~7); j += 16) {
-    __m256 s[R][2];
-    for (int r = 0; r < R; ++r) s[r][0] = s[r][1] = _mm256_setzero_ps();
-    for (int32_t d = 0; d < D; ++d) {
-      const __m256 k0 = _mm256_loadu_ps(kt + static_cast<int64_t>(d) * ldk + j);
-      const __m256 k1 = _mm256_loadu_ps(kt + static_cast<int64_t>(d) * ldk + j + 8);
-      for (int r = 0; r < R; ++r) {
-        const __m256 x = _mm256_broadcast_ss(q[r] + d);
-        s[r][0] = _mm256_fmadd_ps(x, k0, s[r][0]);
-        s[r][1] = _mm256_fmadd_ps(x, k1, s[r][1]);
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      _mm256_storeu_ps(scores + r * lds + j, s[r][0]);
-      _mm256_storeu_ps(scores + r * lds + j + 8, s[r][1]);
-    }
+  for (; j + kKeys <= n; j += kKeys) dot_pass<kDtype, R, kKeys>(q, k, j, D, fp8, scores, lds);
+  if (j + 4 <= n) {  // R = 1: a last 4 to 7 keys
+    dot_pass<kDtype, R, 4>(q, k, j, D, fp8, scores, lds);
+    j += 4;
   }
-  if (j < n) {
-    __m256 s[R];
-    for (int r = 0; r < R; ++r) s[r] = _mm256_setzero_ps();
-    for (int32_t d = 0; d < D; ++d) {
-      const __m256 k0 = _mm256_loadu_ps(kt + static_cast<int64_t>(d) * ldk + j);
-      for (int r = 0; r < R; ++r) s[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(q[r] + d), k0, s[r]);
-    }
-    for (int r = 0; r < R; ++r) _mm256_storeu_ps(scores + r * lds + j, s[r]);
+  switch (n - j) {
+    case 3: dot_pass<kDtype, R, 3>(q, k, j, D, fp8, scores, lds); break;
+    case 2: dot_pass<kDtype, R, 2>(q, k, j, D, fp8, scores, lds); break;
+    case 1: dot_pass<kDtype, R, 1>(q, k, j, D, fp8, scores, lds); break;
+    default: break;
   }
+}
+
+// scores[r * lds + j] = q_r . k_j (unscaled) for r < R and j < n, the lanes up to n rounded up
+// to 8 being 0: dot products along head_dim, so the K rows are read as they lie in the pool (no
+// transpose) and a decode row of one head (R = 1) keeps 8 keys' chains in flight. Rows are taken
+// 3 or 2 at a time; a row's scores do not depend on its group-mates.
+template <loom_dtype kDtype, int R>
+inline void group_scores(const float* const* q, const BlockRows& k, int32_t n, int32_t D, const float* fp8,
+                         float* scores, int32_t lds) {
+  if constexpr (R <= 3) {
+    dot_rows<kDtype, R>(q, k, n, D, fp8, scores, lds);
+  } else {  // 4 = 2 + 2, 5 = 3 + 2, 6 = 3 + 3
+    constexpr int kFirst = R == 4 ? 2 : 3;
+    dot_rows<kDtype, kFirst>(q, k, n, D, fp8, scores, lds);
+    dot_rows<kDtype, R - kFirst>(q + kFirst, k, n, D, fp8, scores + kFirst * lds, lds);
+  }
+  const int32_t written = (n + 3) & ~3;
+  if (written < ((n + 7) & ~7))
+    for (int r = 0; r < R; ++r) _mm_storeu_ps(scores + r * lds + written, _mm_setzero_ps());
 }
 
 // One row's softmax step over keys 0..n-1 of a block: scales and masks its scores, updates its
@@ -218,61 +241,64 @@ inline float softmax_step(float* scores, int32_t skip, int32_t n, float score_sc
   return alpha;
 }
 
-// acc_r = alpha_r acc_r + sum_{j < n} w_rj v_j for R rows sharing each V load, 16 (then 8, then 4)
-// elements of head_dim at a time. Each element is one chain (a multiply by alpha, then FMAs in
-// increasing j), the same whatever R is.
+// Chunks of 8 head_dim elements one pass of group_values keeps in registers for R rows: R x that
+// many accumulators, at most 12 (a decode row of one head takes 64 elements per pass, so 8 chains
+// over the keys are in flight instead of 2).
+template <int R>
+constexpr int kChunksPerPass = R == 1 ? 8 : std::max(1, 12 / R);
+
+// acc_r[d .. d + 8 * kChunks) = alpha_r acc_r + sum_{j < n} w_rj v_j, sharing each V load among
+// the R rows.
+template <loom_dtype kDtype, int R, int kChunks>
+inline void values_pass(float* const* acc, const float* alpha, const float* w, int32_t lds, const BlockRows& v,
+                        int32_t n, int32_t d, const float* fp8) {
+  __m256 a[R][kChunks];
+  for (int r = 0; r < R; ++r) {
+    const __m256 va = _mm256_set1_ps(alpha[r]);
+    for (int c = 0; c < kChunks; ++c) a[r][c] = _mm256_mul_ps(_mm256_loadu_ps(acc[r] + d + 8 * c), va);
+  }
+  for (int32_t j = 0; j < n; ++j) {
+    const char* vj = v.row(j);
+    __m256 vv[kChunks];
+    for (int c = 0; c < kChunks; ++c) vv[c] = load8<kDtype>(vj, d + 8 * c, fp8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 x = _mm256_broadcast_ss(w + r * lds + j);
+      for (int c = 0; c < kChunks; ++c) a[r][c] = _mm256_fmadd_ps(x, vv[c], a[r][c]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int c = 0; c < kChunks; ++c) _mm256_storeu_ps(acc[r] + d + 8 * c, a[r][c]);
+}
+
+// acc_r = alpha_r acc_r + sum_{j < n} w_rj v_j for R rows sharing each V load, in passes of
+// kChunksPerPass<R> chunks of 8 elements of head_dim (then single chunks, then a last 4). Each
+// element is one chain (a multiply by alpha, then FMAs in increasing j), the same whatever R is.
 template <loom_dtype kDtype, int R>
 inline void group_values(float* const* acc, const float* alpha, const float* w, int32_t lds, const BlockRows& v,
                          int32_t n, int32_t D, const float* fp8) {
+  constexpr int kChunks = kChunksPerPass<R>;
   int32_t d = 0;
-  for (; d + 16 <= D; d += 16) {
-    __m256 a[R][2];
-    for (int r = 0; r < R; ++r) {
-      const __m256 va = _mm256_set1_ps(alpha[r]);
-      a[r][0] = _mm256_mul_ps(_mm256_loadu_ps(acc[r] + d), va);
-      a[r][1] = _mm256_mul_ps(_mm256_loadu_ps(acc[r] + d + 8), va);
-    }
-    for (int32_t j = 0; j < n; ++j) {
-      const char* vj = v.row(j);
-      const __m256 v0 = load8<kDtype>(vj, d, fp8), v1 = load8<kDtype>(vj, d + 8, fp8);
-      for (int r = 0; r < R; ++r) {
-        const __m256 x = _mm256_broadcast_ss(w + r * lds + j);
-        a[r][0] = _mm256_fmadd_ps(x, v0, a[r][0]);
-        a[r][1] = _mm256_fmadd_ps(x, v1, a[r][1]);
-      }
-    }
-    for (int r = 0; r < R; ++r) {
-      _mm256_storeu_ps(acc[r] + d, a[r][0]);
-      _mm256_storeu_ps(acc[r] + d + 8, a[r][1]);
-    }
-  }
-  for (; d < D; d += 8) {  // head_dim is a multiple of 4: a last chunk of 8 and/or of 4
-    const bool four = d + 8 > D;
+  for (; d + 8 * kChunks <= D; d += 8 * kChunks) values_pass<kDtype, R, kChunks>(acc, alpha, w, lds, v, n, d, fp8);
+  for (; d + 8 <= D; d += 8) values_pass<kDtype, R, 1>(acc, alpha, w, lds, v, n, d, fp8);
+  if (d < D) {  // head_dim is a multiple of 4: a last chunk of 4
     __m256 a[R];
-    for (int r = 0; r < R; ++r) {
-      const __m256 old = four ? _mm256_zextps128_ps256(_mm_loadu_ps(acc[r] + d)) : _mm256_loadu_ps(acc[r] + d);
-      a[r] = _mm256_mul_ps(old, _mm256_set1_ps(alpha[r]));
-    }
+    for (int r = 0; r < R; ++r)
+      a[r] = _mm256_mul_ps(_mm256_zextps128_ps256(_mm_loadu_ps(acc[r] + d)), _mm256_set1_ps(alpha[r]));
     for (int32_t j = 0; j < n; ++j) {
-      const __m256 v0 = four ? load4<kDtype>(v.row(j), d, fp8) : load8<kDtype>(v.row(j), d, fp8);
+      const __m256 v0 = load4<kDtype>(v.row(j), d, fp8);
       for (int r = 0; r < R; ++r) a[r] = _mm256_fmadd_ps(_mm256_broadcast_ss(w + r * lds + j), v0, a[r]);
     }
-    for (int r = 0; r < R; ++r) {
-      if (four)
-        _mm_storeu_ps(acc[r] + d, _mm256_castps256_ps128(a[r]));
-      else
-        _mm256_storeu_ps(acc[r] + d, a[r]);
-    }
+    for (int r = 0; r < R; ++r) _mm_storeu_ps(acc[r] + d, _mm256_castps256_ps128(a[r]));
   }
 }
 
 // Folds keys 0..n-1 of one block-head into R rows' running (m, l, acc): scores from the
-// transposed keys, each row's softmax step, then the weighted V rows.
+// dot products along head_dim, each row's softmax step, then the weighted V rows.
 template <loom_dtype kDtype, int R>
-void fold_group(const float* const* q, const float* kt, int32_t ldk, const BlockRows& k, const BlockRows& v,
+void fold_group(const float* const* q, const BlockRows& k, const BlockRows& v,
                 int32_t skip, int32_t n, int32_t D, float scale, const float* fp8, float* m, float* l, float* const* acc,
                 float* scores, int32_t lds) {
-  group_scores<R>(q, kt, ldk, n, D, scores, lds);
+  group_scores<kDtype, R>(q, k, n, D, fp8, scores, lds);
   float alpha[R];
   for (int r = 0; r < R; ++r)
     alpha[r] = softmax_step(scores + r * lds, skip, n, scale * k.scale, k.row_scales, v.scale, v.row_scales, m[r], l[r]);
@@ -280,16 +306,16 @@ void fold_group(const float* const* q, const float* kt, int32_t ldk, const Block
 }
 
 template <loom_dtype kDtype>
-void fold_rows(int32_t rows, const float* const* q, const float* kt, int32_t ldk, const BlockRows& k,
+void fold_rows(int32_t rows, const float* const* q, const BlockRows& k,
                const BlockRows& v, int32_t skip, int32_t n, int32_t D, float scale, const float* fp8, float* m, float* l,
                float* const* acc, float* scores, int32_t lds) {
   switch (rows) {
-    case 1: fold_group<kDtype, 1>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 2: fold_group<kDtype, 2>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 3: fold_group<kDtype, 3>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 4: fold_group<kDtype, 4>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    case 5: fold_group<kDtype, 5>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
-    default: fold_group<kDtype, kGroup>(q, kt, ldk, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 1: fold_group<kDtype, 1>(q, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 2: fold_group<kDtype, 2>(q, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 3: fold_group<kDtype, 3>(q, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 4: fold_group<kDtype, 4>(q, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    case 5: fold_group<kDtype, 5>(q, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
+    default: fold_group<kDtype, kGroup>(q, k, v, skip, n, D, scale, fp8, m, l, acc, scores, lds); break;
   }
 }
 
@@ -314,8 +340,6 @@ void tile(const TileArgs& a, TileScratch& s) {
   s.l.assign(static_cast<size_t>(R), 0.0f);
   const size_t padded = (static_cast<size_t>(bs) + 7) / 8 * 8;
   if (s.scores.size() < kGroup * padded) s.scores.resize(kGroup * padded);
-  const size_t kt_size = (static_cast<size_t>(D) + 7) / 8 * 8 * padded;
-  if (s.kt.size() < kt_size) s.kt.resize(kt_size);
   constexpr bool kRowScales = kDtype == LOOM_DTYPE_FP8_E4M3;
   if (kRowScales && s.k_row_scales.size() < padded) {
     s.k_row_scales.assign(padded, 1.0f);  // lanes past a block's rows stay finite (masked, times weight 0)
@@ -385,16 +409,12 @@ void tile(const TileArgs& a, TileScratch& s) {
       const auto skipped = [&](int32_t r) {
         return std::clamp(std::max(window_first(a.row_pos[r]), a.kv_begin) - first, 0, bs);
       };
-      const int32_t ldk = (live + 7) / 8 * 8;
-      bool transposed = false;
       for (int32_t r = h * per_head, end = (h + 1) * per_head; r < end;) {
         const int32_t n = keys(r), skip = skipped(r);
         if (n - skip <= 0) {
           ++r;
           continue;
         }
-        if (!transposed) transpose_keys<kDtype>(k, live, D, fp8, s.kt.data(), ldk);
-        transposed = true;
         // A group: the next rows with the same key range (every row, except in the block that
         // holds the rows' own positions or their window's start, where it is the query heads of
         // one token).
@@ -402,7 +422,7 @@ void tile(const TileArgs& a, TileScratch& s) {
         while (g < kGroup && r + g < end && keys(r + g) == n && skipped(r + g) == skip) ++g;
         float* acc[kGroup];
         for (int32_t i = 0; i < g; ++i) acc[i] = s.acc.data() + static_cast<size_t>(r + i) * D;
-        fold_rows<kDtype>(g, a.q_rows + r, s.kt.data(), ldk, k, v, skip, n, D, a.scale, fp8, s.m.data() + r,
+        fold_rows<kDtype>(g, a.q_rows + r, k, v, skip, n, D, a.scale, fp8, s.m.data() + r,
                           s.l.data() + r, acc, s.scores.data(), static_cast<int32_t>(padded));
         r += g;
       }
@@ -412,6 +432,19 @@ void tile(const TileArgs& a, TileScratch& s) {
 }
 
 }  // namespace
+
+void encode_f16_avx2(const float* x, uint16_t* out, int32_t n) {
+  int32_t d = 0;
+  for (; d + 8 <= n; d += 8) {
+    const __m256 v = _mm256_loadu_ps(x + d);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {  // a NaN: the SDK's code for it
+      for (int32_t i = d; i < d + 8; ++i) out[i] = sdk::f32_to_f16(x[i]);
+      continue;
+    }
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + d), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+  for (; d < n; ++d) out[d] = sdk::f32_to_f16(x[d]);
+}
 
 void tile_avx2(const TileArgs& a, TileScratch& s) {
   switch (a.kv_dtype) {
