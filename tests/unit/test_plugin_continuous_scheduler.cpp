@@ -182,7 +182,20 @@ TEST_F(ContinuousTimed, MaxStepMsCutsPrefillChunksToThePredictedStep) {
   model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
   add(4, 30, 100);
   // Three decodes take 1600 us of the 3000; 14 prompt tokens fit. Decodes are never cut.
-  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 1}, {3, 1}, {4, 16}}));  // 14 < the floor of 16 a step keeps
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 1}, {3, 1}, {4, 14}}));
+}
+
+// Decodes alone over the bound: the first prompt still advances by the floor of 8 tokens, the
+// next gets nothing. A prompt alone in the scheduler is not cut at all.
+TEST_F(ContinuousTimed, TheFloorAndAPromptAlone) {
+  make(R"({"max_num_batched_tokens": 64, "max_step_ms": 1})", 1000);
+  model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  add(1, 40, 100);
+  EXPECT_EQ(step(), (Sched{{1, 40}}));  // alone: 5000 us predicted, not cut
+  add(2, 40, 100);
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 8}}));  // the decode alone is 1200 us: the floor
+  add(3, 40, 100);
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 8}}));  // 3 waits: the floor is for the step's first prompt
 }
 
 }  // namespace

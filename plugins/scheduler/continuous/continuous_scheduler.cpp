@@ -28,7 +28,10 @@ struct Config {
 };
 
 // While decodes alone exceed max_step_ms, a step still advances prompts by this many tokens.
-constexpr int32_t kMinPrefillChunk = 16;
+// Small, because the floor also bounds a step whose decodes nearly fill max_step_ms: with 16, a
+// 25 ms bound beside 4 decodes of llama-125m on 2 cores gave 28 ms steps (16 prompt tokens cost
+// 12 ms there), so the bound was not kept; with 8 the steps stay at 24-25 ms.
+constexpr int32_t kMinPrefillChunk = 8;
 
 const loom::sdk::ConfigSpec<Config>& config_keys() {
   static const auto spec = loom_sched::batch_limits<Config>("scheduler continuous")
@@ -106,11 +109,15 @@ class ContinuousScheduler {
     // 4. With max_step_ms, every prefill chunk (passes 1 and 3) is also cut to what the host's
     //    step-time model says fits in the step beside what is already planned, so a decode waits
     //    about max_step_ms at most for its next token; decodes themselves are never cut, and a
-    //    step still takes 16 prompt tokens when decodes alone fill the bound.
+    //    step still takes kMinPrefillChunk prompt tokens when decodes alone fill the bound. A
+    //    prompt alone in the scheduler (nothing else running or waiting) is not cut by time: no
+    //    decode waits behind it, and each extra step would add its fixed cost to the TTFT.
     loom::sdk::SchedStep step(c, o, "scheduler continuous");
     ++step_;
-    StepState st{step, step.cache(), cfg_.max_num_batched_tokens,
-                 loom_sched::StepTimeBudget(step, int64_t{cfg_.max_step_ms} * 1000), false, {}};
+    const bool alone = running_.size() + waiting_.size() == 1;
+    const int64_t limit_us = alone ? 0 : int64_t{cfg_.max_step_ms} * 1000;
+    StepState st{step, step.cache(), cfg_.max_num_batched_tokens, loom_sched::StepTimeBudget(step, limit_us), false,
+                 {}};
     if (run_pass(st, /*decodes=*/true) && run_pass(st, /*decodes=*/false) && !st.preempted_any) admit_waiting(st);
   }
 
