@@ -164,13 +164,15 @@ namespace {
 class ContinuousTimed : public SchedulerSteps {
  protected:
   ContinuousTimed() : SchedulerSteps("continuous") {}
+  // The scripted step-time model: 1000 us + 100 us per prompt token + 200 us per decode token.
+  void script_model() { model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; }; }
 };
 
 // max_step_ms with a scripted step-time model, t = 1000 us + 100 us per prompt token + 200 us per
 // decode token: a 3 ms step beside one decode holds 18 prompt tokens.
 TEST_F(ContinuousTimed, MaxStepMsCutsPrefillChunksToThePredictedStep) {
   make(R"({"max_num_batched_tokens": 64, "max_step_ms": 3})", 1000);
-  model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  script_model();
   add(1, 2, 100);
   EXPECT_EQ(step(), (Sched{{1, 2}}));
   add(2, 40, 100);
@@ -179,7 +181,7 @@ TEST_F(ContinuousTimed, MaxStepMsCutsPrefillChunksToThePredictedStep) {
   model_ = nullptr;  // no model: no bound
   add(3, 30, 100);
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 4}, {3, 30}}));
-  model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  script_model();
   add(4, 30, 100);
   // Three decodes take 1600 us of the 3000; 14 prompt tokens fit. Decodes are never cut.
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 1}, {3, 1}, {4, 14}}));
@@ -189,13 +191,27 @@ TEST_F(ContinuousTimed, MaxStepMsCutsPrefillChunksToThePredictedStep) {
 // next gets nothing. A prompt alone in the scheduler is not cut at all.
 TEST_F(ContinuousTimed, TheFloorAndAPromptAlone) {
   make(R"({"max_num_batched_tokens": 64, "max_step_ms": 1})", 1000);
-  model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  script_model();
   add(1, 40, 100);
   EXPECT_EQ(step(), (Sched{{1, 40}}));  // alone: 5000 us predicted, not cut
   add(2, 40, 100);
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 8}}));  // the decode alone is 1200 us: the floor
   add(3, 40, 100);
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 8}}));  // 3 waits: the floor is for the step's first prompt
+}
+
+// Deep in a long prompt the floor is 1/32 of the context the chunk attends to.
+TEST_F(ContinuousTimed, TheFloorGrowsWithTheContext) {
+  make(R"({"max_num_batched_tokens": 512, "max_step_ms": 1})", 4000);
+  script_model();
+  add(1, 4, 100);
+  EXPECT_EQ(step(), (Sched{{1, 4}}));
+  add(2, 1000, 1100);
+  model_ = nullptr;  // no model: no bound
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 511}}));
+  script_model();
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 15}}));  // 511 / 32
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 16}}));  // 526 / 32
 }
 
 }  // namespace
