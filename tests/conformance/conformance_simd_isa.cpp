@@ -76,14 +76,15 @@ void check_none(loom_none::PackedGemm candidate) {
   struct Shape {
     int64_t n, in, out;
   };
-  // Rows: every tile shape of the 24/18/12/6-row groups and a 1-5 row tail, and two row blocks
-  // (kBlockRows = 144); in: one and several k blocks (512 f16/bf16, 256 f32 per block); out: a
-  // partial last panel, and up to 12 whole panels so that the tail's 4-8 panel tiles run (in
-  // chunks of 9 panels as well as 3).
+  // Rows: every tile shape of the 24/18/12/6-row groups and a 1-5 row tail (on its own, or a
+  // tail of 1-2 riding with a last tile of 6-18 rows: 7, 8, 13, 19, 20), and two row
+  // blocks (kBlockRows = 144); in: one and several k blocks (512 f16/bf16, 256 f32 per block);
+  // out: a partial last panel, and up to 12 whole panels so that the tail's 4-8 panel tiles run
+  // (in chunks of 9 panels as well as 3).
   const std::vector<Shape> shapes = {{6, 40, 16},    {7, 40, 37},    {11, 70, 48},   {24, 300, 33},
                                      {29, 600, 40},  {47, 1030, 21}, {150, 520, 50}, {301, 64, 19},
                                      {13, 100, 200}, {8, 40, 140},   {9, 64, 130},   {16, 530, 150},
-                                     {17, 90, 192}};
+                                     {17, 90, 192},  {19, 64, 37},   {20, 530, 21},  {23, 530, 21}};
   for (const loom_dtype dtype : {LOOM_DTYPE_F16, LOOM_DTYPE_BF16, LOOM_DTYPE_F32}) {
     for (const Shape& s : shapes) {
       std::vector<uint8_t> panels;

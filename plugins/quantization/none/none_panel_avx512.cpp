@@ -68,10 +68,17 @@ static_assert(kGroup == 6, "the AVX2 pack_x packs x in groups of 6 rows");
 // (loom-bench model, llama-125m f16, 2 threads, Zen 4, ms per batched step at 12 / 16 / 24 rows:
 // 24.7 / 32.8 / 42.7 without, 18.0 / 23.9 / 38.6 with, one round; 27.2 / 30.2 / 44.9 and
 // 19.5 / 26.4 / 39.5 in a second).
-template <class Load, int NG, int GR, int P, bool kStream = false>
+//
+// S > 0 (P = 1 only): the tile also carries the row block's short last group, S rows packed
+// [kn][S] at xs, whose outputs are rows NG * GR .. NG * GR + S - 1 of c. The tile is then the
+// block's last, so those rows follow its own in y. On its own a short group of 1-2 rows reads the
+// panels again for 1-2 chains each (for_each_short_group_tile); here it rides on the loads the
+// tile makes anyway.
+template <class Load, int NG, int GR, int P, bool kStream = false, int S = 0>
 inline __attribute__((always_inline)) void micro(const typename Load::T* w, int64_t ps, const float* xp, int64_t kn,
-                                                 float* c, int64_t ldc, bool first) {
-  constexpr int R = NG * GR;
+                                                 float* c, int64_t ldc, bool first, const float* xs = nullptr) {
+  static_assert(S == 0 || P == 1);
+  constexpr int R = NG * GR + S;
   constexpr int64_t kPerLine = 64 / (kPanel * static_cast<int64_t>(sizeof(typename Load::T)));
   __m512 acc[R][P];
   for (int r = 0; r < R; ++r)
@@ -86,6 +93,10 @@ inline __attribute__((always_inline)) void micro(const typename Load::T* w, int6
         const __m512 xb = _mm512_set1_ps(xp[g * GR * kn + k * GR + r]);
         for (int q = 0; q < P; ++q) acc[g * GR + r][q] = _mm512_fmadd_ps(xb, wv[q], acc[g * GR + r][q]);
       }
+    for (int r = 0; r < S; ++r) {
+      const __m512 xb = _mm512_set1_ps(xs[k * S + r]);
+      acc[NG * GR + r][0] = _mm512_fmadd_ps(xb, wv[0], acc[NG * GR + r][0]);
+    }
   }
   for (int r = 0; r < R; ++r)
     for (int q = 0; q < P; ++q) _mm512_storeu_ps(c + r * ldc + q * kPanel, acc[r][q]);
@@ -93,7 +104,8 @@ inline __attribute__((always_inline)) void micro(const typename Load::T* w, int6
 
 // Rows [0, mn) of one row block over one k block [k0, k0 + kn), panels [p_begin, p_end): xp is
 // the block as pack_x left it, y its first row. k0 == 0 starts the chains. The whole groups go
-// panel by panel, the short last group several panels at a time (none_row_tiles.hpp).
+// panel by panel; a short last group of 1-2 rows rides with the last tile of whole groups when
+// that tile has room (micro's S), else it goes several panels at a time (none_row_tiles.hpp).
 template <class Load>
 void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* xp, int64_t mn, int64_t k0,
                int64_t kn, float* y, int64_t ys) {
@@ -103,19 +115,43 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const float* 
   const bool first = k0 == 0;
   const auto cols_at = [&](int64_t p) { return w.out - p * kPanel < kPanel ? w.out - p * kPanel : kPanel; };
   const int64_t whole = mn / kGroup * kGroup;
+  const float* xs = xp + whole * kn;
+  // A short group of 1-2 rows joins the last whole tile when that tile has 1-3 groups; otherwise
+  // it goes on its own, several panels at a time. Batched steps of llama-125m f16 (2 threads,
+  // Zen 4, 4 alternating rounds, medians, ms): 19 rows 27.6 -> 25.7, 20 rows 29.1 -> 27.2 joined;
+  // with 3-5 rows joined, 21 was level (29.1 / 28.7), 22 and 23 slower (29.6 -> 30.3, 30.2 -> 31.5):
+  // there the short group's own tile (4 panels) already has chains enough.
+  const int64_t short_rows = mn - whole;
+  const bool joins = short_rows > 0 && short_rows <= 2 && whole % (4 * kGroup) != 0;
   for (int64_t p = p_begin; p < p_end; ++p) {
     const T* wp = wd + p * ps + k0 * kPanel;
     float* yp = y + p * kPanel;
     loom_none::for_each_row_tile<4>(whole, [&]<int NG, int GR>(int64_t b0) {
-      loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols_at(p), first, [&](float* c, int64_t ldc) {
-        if (b0 == 0)  // the tile that reads the panel's block from memory
-          micro<Load, NG, GR, 1, true>(wp, ps, xp + b0 * kn, kn, c, ldc, first);
+      // b0 == 0: the tile that reads the panel's block from memory.
+      const auto run = [&]<int S>(float* c, int64_t ldc) {
+        if (b0 == 0)
+          micro<Load, NG, GR, 1, true, S>(wp, ps, xp + b0 * kn, kn, c, ldc, first, xs);
         else
-          micro<Load, NG, GR, 1>(wp, ps, xp + b0 * kn, kn, c, ldc, first);
-      });
+          micro<Load, NG, GR, 1, false, S>(wp, ps, xp + b0 * kn, kn, c, ldc, first, xs);
+      };
+      const auto with_short = [&]<int S>() {
+        loom_none::on_panel_columns<NG * GR + S>(yp + b0 * ys, ys, cols_at(p), first, [&](float* c, int64_t ldc) {
+          run.template operator()<S>(c, ldc);
+        });
+      };
+      if constexpr (NG < 4) {
+        if (joins && b0 + NG * GR == whole) {
+          if (short_rows == 1)
+            with_short.template operator()<1>();
+          else
+            with_short.template operator()<2>();
+          return;
+        }
+      }
+      with_short.template operator()<0>();
     });
   }
-  const float* xs = xp + whole * kn;
+  if (joins) return;
   float* ys0 = y + whole * ys;
   loom_none::for_each_short_group_tile<8, 6, 4, 4, 4>(mn - whole, p_begin, p_end, w.out / kPanel, [&]<int R, int P>(int64_t p) {
     const T* wp = wd + p * ps + k0 * kPanel;
