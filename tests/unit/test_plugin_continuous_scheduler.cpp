@@ -165,7 +165,9 @@ class ContinuousTimed : public SchedulerSteps {
  protected:
   ContinuousTimed() : SchedulerSteps("continuous") {}
   // The scripted step-time model: 1000 us + 100 us per prompt token + 200 us per decode token.
-  void script_model() { model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; }; }
+  void script_model() {
+    model_ = [](int32_t prefill, int32_t decode, int64_t) -> int64_t { return 1000 + 100 * prefill + 200 * decode; };
+  }
 };
 
 // max_step_ms with a scripted step-time model, t = 1000 us + 100 us per prompt token + 200 us per

@@ -8,7 +8,7 @@
 // layers one after the other, so the KV comes from memory as it does in a model.
 // Not a test: it prints the median wall time of each plugin per workload, nothing is asserted.
 //   loom-bench-attention [--threads N] [--iters N] [--kv-dtype T] [--workload NAME ...] [plugin ...]
-//   (default: naive flash_cpu; naive takes f32 KV only)
+//   (default: naive flash_cpu, or flash_cpu alone with an encoded KV pool: naive takes f32 only)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -135,19 +135,18 @@ int main(int argc, char** argv) {
   app.add_option("-w,--workload", only, "time only the workloads whose name contains this (repeatable)");
   std::string kv_name = "f32";
   app.add_option("--kv-dtype", kv_name, "KV pool dtype: f32, f16, bf16, int8, fp8_e4m3 (default f32)");
-  app.add_option("PLUGIN", plugins, "attention plugins to time (default: naive flash_cpu)");
+  app.add_option("PLUGIN", plugins,
+                 "attention plugins to time (default: naive flash_cpu; flash_cpu alone for an encoded KV pool)");
   if (auto status = loom::cli::parse(app, argc, argv)) return *status;
-  if (plugins.empty()) plugins = {"naive", "flash_cpu"};
-  const std::pair<const char*, loom_dtype> kv_names[] = {{"f32", LOOM_DTYPE_F32},
-                                                          {"f16", LOOM_DTYPE_F16},
-                                                          {"bf16", LOOM_DTYPE_BF16},
-                                                          {"int8", LOOM_DTYPE_I8},
-                                                          {"fp8_e4m3", LOOM_DTYPE_FP8_E4M3}};
-  const auto kv = std::find_if(std::begin(kv_names), std::end(kv_names), [&](const auto& e) { return kv_name == e.first; });
-  if (kv == std::end(kv_names)) {
-    std::fprintf(stderr, "loom-bench-attention: --kv-dtype %s is not one of f32, f16, bf16, int8, fp8_e4m3\n", kv_name.c_str());
+  const loom_dtype kv = loom::sdk::kv::dtype_from_name(kv_name.c_str());
+  if (kv == LOOM_DTYPE_INVALID) {
+    std::fprintf(stderr, "loom-bench-attention: --kv-dtype %s is not one of f32, f16, bf16, int8, fp8_e4m3\n",
+                 kv_name.c_str());
     return 2;
   }
+  // naive reads an f32 pool only.
+  if (plugins.empty()) plugins = kv == LOOM_DTYPE_F32 ? std::vector<std::string>{"naive", "flash_cpu"}
+                                                      : std::vector<std::string>{"flash_cpu"};
   try {
     loom::ThreadPool pool(threads);
     const loom::PluginHost host(pool, {});
@@ -160,7 +159,7 @@ int main(int argc, char** argv) {
                                   {"125m decode 32x1 @300", 12, 12, 64, 32, 299, 1, 12}};
     std::printf("heads 32/8, head_dim 128 (g3: heads 4/1, head_dim 256; 125m: 12/12, head_dim 64, all 12 layers), "
                 "%s KV, block_size %d, %d threads, median of %d\n",
-                kv->first, kBlockSize, threads, iters);
+                kv_name.c_str(), kBlockSize, threads, iters);
     std::printf("%-20s", "workload");
     for (const auto& p : plugins) std::printf(" %12s", (p + " ms").c_str());
     std::printf("\n");
@@ -168,7 +167,7 @@ int main(int argc, char** argv) {
       const auto named = [&](const std::string& part) { return std::string(w.name).find(part) != std::string::npos; };
       if (!only.empty() && std::none_of(only.begin(), only.end(), named)) continue;
       std::printf("%-20s", w.name);
-      for (const auto& p : plugins) std::printf(" %12.2f", time_plugin(host, p, w, iters, kv->second));
+      for (const auto& p : plugins) std::printf(" %12.2f", time_plugin(host, p, w, iters, kv));
       std::printf("\n");
     }
   } catch (const std::exception& e) {
