@@ -1,7 +1,8 @@
 // gguf-kernel-bench, K-quant part: the file-layout kernels of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and
 // IQ4_XS against Q8_K activations, one thread, a llama-1b ffn_down shape (2048 x 8192): AVX2
 // and, where the CPU has AVX512-BW/VNNI, AVX-512 against portable, whose bits every kernel
-// must equal (checked). Decode streams W from memory (enough
+// must equal (checked); for Q4_K, Q5_K, Q6_K and IQ4_XS also the x8 layout's kernels the plugin runs (AVX2, and
+// VNNI where the CPU has it). Decode streams W from memory (enough
 // copies to overflow the last-level cache), so its GB/s is the weight read rate one core reaches.
 #include <algorithm>
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "gguf_kernels.hpp"
+#include "gguf_kquant_x8.hpp"
 #include "loom/sdk_dtype.hpp"
 #include "loom/sdk_gguf_blocks.hpp"
 
@@ -109,6 +111,43 @@ int bench_kquant(int reps, const char* mode) {
         std::printf(" | avx512 %7.3f ms %5.1f GMAC/s", wide * 1e3, gmac / wide);
         if (n == 1) std::printf(" %5.1f GB/s", gbs(wide));
         std::printf(" (bits %s portable)", same(y_wide));
+      }
+      if (loom_gguf::is_kquant_x8_format(ty.t)) {
+        std::vector<loom_gguf::PackedWeight> packed;
+        for (const auto& m : w) packed.push_back(loom_gguf::pack_kquant(ty.t, m.data(), row_bytes, out, nb));
+        std::vector<int32_t> side(static_cast<size_t>(n * nb * loom_gguf::kKQuantSide));
+        loom_gguf::kquant_activation_info(xq.data(), xq_row_bytes, n, nb, side.data());
+        const auto run_x8 = [&](loom_gguf::KQuantPackedKernel k, std::vector<float>& y) {
+          double best = 1e30;
+          constexpr int64_t kGroups = kTile / loom_gguf::kGroupRows;
+          for (int rep = 0; rep < reps; ++rep) {
+            const auto t0 = now();
+            for (int it = 0; it < iters; ++it) {
+              const loom_gguf::PackedWeight& pw = packed[static_cast<size_t>(it % copies)];
+              for (int64_t g0 = 0; g0 < out / loom_gguf::kGroupRows; g0 += kGroups)
+                k(pw, g0, g0 + kGroups, xq.data(), xq_row_bytes, side.data(), n, y.data() + g0 * loom_gguf::kGroupRows,
+                  out);
+            }
+            best = std::min(best, std::chrono::duration<double>(now() - t0).count() / iters);
+          }
+          return best;
+        };
+        std::vector<std::pair<const char*, loom_gguf::KQuantPackedKernels>> sets = {
+            {"x8 avx2", loom_gguf::avx2_kquant_x8_kernels()}};
+        if (loom_gguf::cpu_has_avx512_vnni()) sets.push_back({"x8 vnni", loom_gguf::vnni_kquant_x8_kernels()});
+        for (const auto& [name, set] : sets) {
+          std::vector<float> y(y_fast.size());
+          const double x8 = run_x8(set.of(ty.t), y);
+          std::printf("\n%-6s n=%3lld   %s %7.3f ms %5.1f GMAC/s", loom::sdk::type_name(ty.t).c_str(),
+                      static_cast<long long>(n), name, x8 * 1e3, gmac / x8);
+          if (n == 1) std::printf(" %5.1f GB/s", gbs(x8));
+          // Prefill's portable reference covers only the first tile.
+          const size_t check = n == 1 ? y.size() : static_cast<size_t>(kTile);
+          bool equal = true;
+          for (int64_t t = 0; t < n && equal; ++t)
+            equal = std::memcmp(y.data() + t * out, y_slow.data() + t * out, (n == 1 ? y.size() : check) * 4) == 0;
+          std::printf(" (bits %s portable)", equal ? "=" : "!=");
+        }
       }
       std::printf("\n");
     }

@@ -79,18 +79,7 @@ struct LegacyRows {
   const int32_t* off[R];
 };
 
-template <int R>
-inline __attribute__((always_inline)) void legacy_store(const __m256* acc, float* y, int64_t ys, int64_t n_out) {
-  for (int r = 0; r < R; ++r) {
-    if (n_out == loom_gguf::kGroupRows) {
-      _mm256_storeu_ps(y + r * ys, acc[r]);
-    } else {
-      alignas(32) float tmp[loom_gguf::kGroupRows];
-      _mm256_store_ps(tmp, acc[r]);
-      for (int64_t c = 0; c < n_out; ++c) y[r * ys + c] = tmp[c];
-    }
-  }
-}
+#include "gguf_x8_store.hpp"
 
 // R activation rows x one 8-row group, all nb blocks; y rows ys apart, n_out (<= 8) columns.
 template <class F, int R>
@@ -105,7 +94,7 @@ inline __attribute__((always_inline)) void legacy_group_rows(const uint8_t* grp,
     F::template sums<R>(rec, x.a, b, x.off, sum);
     for (int r = 0; r < R; ++r) acc[r] = legacy_fold<F>(rec, x.da[r][b], F::kMinAt >= 0 ? x.sa[r][b] : 0.0f, sum[r], acc[r]);
   }
-  legacy_store<R>(acc, y, ys, n_out);
+  x8_store<R>(acc, y, ys, n_out);
 }
 
 template <class F, int R>

@@ -1,8 +1,9 @@
 // quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
 // Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, read in place from the (mmap'ed) model file, and y = x W^T as
-// integer dot products on quantized activations. With the AVX2 kernels, the 32-value formats are
-// instead repacked at load into x8 layouts (8 rows interleaved, the file's bytes rearranged:
-// gguf_repack.hpp for Q4_0/Q8_0, gguf_legacy_kernels.hpp for the others), and the file's pages of
+// integer dot products on quantized activations. With the AVX2 kernels, the 32-value formats and
+// Q4_K/Q5_K/Q6_K/IQ4_XS are instead repacked at load into x8 layouts (8 rows interleaved, the file's
+// bytes rearranged: gguf_repack.hpp for Q4_0/Q8_0, gguf_legacy_kernels.hpp for the other 32-value
+// formats, gguf_kquant_x8.hpp for the K-quants), and the file's pages of
 // a repacked tensor are given back (MADV_DONTNEED on a read-only file mapping), so resident
 // memory stays about one copy of the weights.
 //
@@ -27,6 +28,7 @@
 #include <vector>
 
 #include "gguf_kernels.hpp"
+#include "gguf_kquant_x8.hpp"
 #include "gguf_legacy_kernels.hpp"
 #include "gguf_plain.hpp"
 #include "common/quant_plugin.hpp"
@@ -72,7 +74,7 @@ struct Weight {
   int64_t in_features;
   int64_t row_bytes;  // bytes from one row to the next
   const uint8_t* data;  // the file's rows; not read once packed
-  loom_gguf::PackedWeight packed{};  // the 32-value formats under AVX2: the rows in an x8 layout (owned)
+  loom_gguf::PackedWeight packed{};  // the 32-value formats, Q4_K..Q6_K, IQ4_XS under AVX2: x8 (owned)
 };
 
 class GgufQuantization {
@@ -96,6 +98,7 @@ class GgufQuantization {
       // The K-quants: the AVX-512 set gives the same bits in fewer instructions.
       if (loom_gguf::cpu_has_avx512_kquant()) kernels_.kquant = loom_gguf::avx512_kquant_kernels();
       legacy_x8_ = vnni ? loom_gguf::vnni_legacy_x8_kernels() : loom_gguf::avx2_legacy_x8_kernels();
+      kquant_x8_ = vnni ? loom_gguf::vnni_kquant_x8_kernels() : loom_gguf::avx2_kquant_x8_kernels();
     }
 #endif
   }
@@ -131,20 +134,23 @@ class GgufQuantization {
     auto* weight = new Weight{w->dtype, w->shape[0], in, w->strides[0] / geo.values * geo.bytes,
                               static_cast<const uint8_t*>(w->data)};
     const bool legacy = loom_gguf::is_legacy_format(w->dtype) && legacy_x8_.q4_1 != nullptr;
+    const bool kquant = loom_gguf::is_kquant_x8_format(w->dtype) && kquant_x8_.q4_k != nullptr;
     if ((w->dtype == LOOM_DTYPE_Q4_0 && q4_0_x8_ != nullptr) || (w->dtype == LOOM_DTYPE_Q8_0 && q8_0_x8_ != nullptr) ||
-        legacy) {
+        legacy || kquant) {
       // Repacked once; the file's copy is not read again, so its pages leave our resident set.
+      const int64_t nb = in / geo.values;
       try {
         weight->packed =
-            legacy ? loom_gguf::pack_legacy(w->dtype, weight->data, weight->row_bytes, weight->out_features, in / g::kQK)
-                   : (w->dtype == LOOM_DTYPE_Q4_0 ? &loom_gguf::pack_q4_0 : &loom_gguf::pack_q8_0)(
-                         weight->data, weight->row_bytes, weight->out_features, in / g::kQK);
+            kquant   ? loom_gguf::pack_kquant(w->dtype, weight->data, weight->row_bytes, weight->out_features, nb)
+            : legacy ? loom_gguf::pack_legacy(w->dtype, weight->data, weight->row_bytes, weight->out_features, nb)
+                     : (w->dtype == LOOM_DTYPE_Q4_0 ? &loom_gguf::pack_q4_0 : &loom_gguf::pack_q8_0)(
+                           weight->data, weight->row_bytes, weight->out_features, nb);
       } catch (...) {
         delete weight;
         throw;
       }
       loom_quant::release_file_pages(
-          weight->data, static_cast<int64_t>((weight->out_features - 1) * weight->row_bytes + in / g::kQK * geo.bytes));
+          weight->data, static_cast<int64_t>((weight->out_features - 1) * weight->row_bytes + nb * geo.bytes));
     }
     return weight;
   }
@@ -278,11 +284,14 @@ class GgufQuantization {
     const int64_t xs = x.strides[0];
     const auto* xd = static_cast<const float*>(x.data);
     int64_t total = 0;
-    bool any_packed = false, any_legacy = false;
+    bool any_packed = false, any_legacy = false, any_kquant = false;
     for (const Target& t : group_) {
       total += t.tiles;
-      any_packed = any_packed || (t.w->packed.data && !loom_gguf::is_legacy_format(t.w->dtype));
-      any_legacy = any_legacy || (t.w->packed.data && loom_gguf::is_legacy_format(t.w->dtype));
+      if (t.w->packed.data == nullptr) continue;
+      const bool legacy = loom_gguf::is_legacy_format(t.w->dtype), kquant = loom_gguf::is_kquant_x8_format(t.w->dtype);
+      any_packed = any_packed || (!legacy && !kquant);
+      any_legacy = any_legacy || legacy;
+      any_kquant = any_kquant || kquant;
     }
     // Calls run(target, first tile, end tile) over the group's tiles [begin, end).
     const auto for_tiles = [&](int64_t begin, int64_t end, auto&& run) {
@@ -354,11 +363,28 @@ class GgufQuantization {
       loom_gguf::legacy_activation_info(q8_1, xq, xq_row_bytes, n, nb, legacy_info);
     }
 
+    const int64_t nbk = in / g::kQKK;  // Q8_K super-blocks per row (the K-quant x8 kernels' bsum pairs)
+    if (any_kquant) {
+      const auto entries = static_cast<size_t>(n * nbk * loom_gguf::kKQuantSide);
+      if (kquant_side_.size() < entries) kquant_side_.resize(entries);
+      loom_gguf::kquant_activation_info(xq, xq_row_bytes, n, nbk, kquant_side_.data());
+    }
+
     host_.parallel_for(total, [&](int64_t begin, int64_t end) {
       for_tiles(begin, end, [&](const Target& t, int64_t t0, int64_t t1) {
         const Weight& w = *t.w;
         const uint8_t* txq = xq + t.row0 * xq_row_bytes;  // this target's first row, and its side tables
         const int64_t side = t.row0 * nb;
+        if (w.packed.data && loom_gguf::is_kquant_x8_format(w.dtype)) {
+          const loom_gguf::KQuantPackedKernel packed_kernel = kquant_x8_.of(w.dtype);
+          const int32_t* rows = kquant_side_.data() + t.row0 * nbk * loom_gguf::kKQuantSide;
+          const int64_t n_groups = (w.out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
+          for (int64_t tile = t0; tile < t1; ++tile) {
+            const int64_t g0 = tile * kTileGroups, g1 = std::min(g0 + kTileGroups, n_groups);
+            packed_kernel(w.packed, g0, g1, txq, xq_row_bytes, rows, t.rows, t.y + g0 * loom_gguf::kGroupRows, t.ys);
+          }
+          return;
+        }
         if (w.packed.data && loom_gguf::is_legacy_format(w.dtype)) {
           const loom_gguf::LegacyPackedKernel packed_kernel = legacy_x8_.of(w.dtype);
           const loom_gguf::LegacyActivationInfo rows{legacy_info.d + side, legacy_info.s + side,
@@ -397,10 +423,12 @@ class GgufQuantization {
   loom_gguf::PackedKernel q8_0_x8_ = nullptr;
   loom_gguf::LegacyKernels legacy_ = loom_gguf::legacy_portable_kernels();  // file layout, no AVX2
   loom_gguf::LegacyPackedKernels legacy_x8_{};  // set with the AVX2 kernels
+  loom_gguf::KQuantPackedKernels kquant_x8_{};  // set with the AVX2 kernels
   std::vector<uint8_t> xq_;  // quantized activations [n, in / block] blocks, reused across calls
   std::vector<float> xd_;     // x8 kernels: activation block scales [n, in / 32]
   std::vector<int32_t> xoff_;  // x8 kernels: 8 * activation block sums [n, in / 32]
   std::vector<float> legacy_d_, legacy_s_;  // legacy x8 kernels: activation d and Q8_1 s [n, in / 32]
+  std::vector<int32_t> kquant_side_;  // K-quant x8 kernels: bsum pairs [n, in / 256, kKQuantSide]
   std::vector<int32_t> legacy_off_;  // legacy x8 kernels (Q8_0): 8 * activation block sums [n, in / 32]
   std::vector<Target> group_;  // the linears of the current call, reused
 };
