@@ -1,6 +1,6 @@
 // quantization/gguf's Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS kernels on the K-quant x8 layout
-// (gguf_kquant_x8.hpp): AVX2, AVX512-VNNI natively where the CPU has it and through SIMDe's
-// emulation on any AVX2 CPU. The layout promises the portable file-layout kernels' bits (which
+// (gguf_kquant_x8.hpp): AVX2, AVX-512 (BW/VL/VNNI: two groups per zmm, a lone group in ymm)
+// natively where the CPU has it and through SIMDe's emulation on any AVX2 CPU. The layout promises the portable file-layout kernels' bits (which
 // conformance_gguf_kquant.cpp checks against the dequantized product), so every packed set must
 // give exactly those bits: for every n (the register blocks of 8 and 4 rows and every tail),
 // partial groups, any split of the groups into tiles, and each row alone.
@@ -132,16 +132,16 @@ TEST(GgufKQuantX8, Avx2GivesThePortableBits) {
   check_set(loom_gguf::avx2_kquant_x8_kernels(), "avx2");
 }
 
-TEST(GgufKQuantX8, VnniNativeGivesThePortableBits) {
-  if (!loom_gguf::cpu_has_avx512_vnni())
-    GTEST_SKIP() << "this CPU has no AVX512-VNNI (+VL); VnniEmulated covers the kernels";
-  check_set(loom_gguf::vnni_kquant_x8_kernels(), "vnni");
+TEST(GgufKQuantX8, Avx512NativeGivesThePortableBits) {
+  if (!loom_gguf::cpu_has_avx512_kquant())
+    GTEST_SKIP() << "this CPU lacks AVX512-BW/VL/VNNI; Avx512Emulated covers the kernels";
+  check_set(loom_gguf::avx512_kquant_x8_kernels(), "avx512");
 }
 
 #if LOOM_KQUANT_EMULATED
-TEST(GgufKQuantX8, VnniEmulatedGivesThePortableBits) {
+TEST(GgufKQuantX8, Avx512EmulatedGivesThePortableBits) {
   if (!cpu_has_avx2()) GTEST_SKIP() << "the emulation is built for AVX2+FMA+F16C CPUs";
-  check_set(loom_gguf::emulated::vnni_kquant_x8_kernels(), "vnni-emulated");
+  check_set(loom_gguf::emulated::avx512_kquant_x8_kernels(), "avx512-emulated");
 }
 #endif
 

@@ -2,7 +2,7 @@
 // IQ4_XS against Q8_K activations, one thread, a llama-1b ffn_down shape (2048 x 8192): AVX2
 // and, where the CPU has AVX512-BW/VNNI, AVX-512 against portable, whose bits every kernel
 // must equal (checked); for Q4_K, Q5_K, Q6_K and IQ4_XS also the x8 layout's kernels the plugin runs (AVX2, and
-// VNNI where the CPU has it). Decode streams W from memory (enough
+// AVX-512 BW/VNNI where the CPU has it). Decode streams W from memory (enough
 // copies to overflow the last-level cache), so its GB/s is the weight read rate one core reaches.
 #include <algorithm>
 #include <chrono>
@@ -134,7 +134,7 @@ int bench_kquant(int reps, const char* mode) {
         };
         std::vector<std::pair<const char*, loom_gguf::KQuantPackedKernels>> sets = {
             {"x8 avx2", loom_gguf::avx2_kquant_x8_kernels()}};
-        if (loom_gguf::cpu_has_avx512_vnni()) sets.push_back({"x8 vnni", loom_gguf::vnni_kquant_x8_kernels()});
+        if (loom_gguf::cpu_has_avx512_kquant()) sets.push_back({"x8 avx512", loom_gguf::avx512_kquant_x8_kernels()});
         for (const auto& [name, set] : sets) {
           std::vector<float> y(y_fast.size());
           const double x8 = run_x8(set.of(ty.t), y);

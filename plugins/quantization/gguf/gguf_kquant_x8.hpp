@@ -1,5 +1,6 @@
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights in an x8 layout (8 rows interleaved, lane = weight row) made once
-// at load, and their AVX2 and AVX512-VNNI kernels against Q8_K activations.
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS weights in an x8 layout (8 rows interleaved, lane =
+// weight row) made once at load, and their AVX2 and AVX-512 (BW/VL/VNNI) kernels against Q8_K
+// activations.
 //
 // Why: the file layout keeps a row's 256 values together, so a kernel forms each (activation
 // row, weight row) super-block sum across SIMD lanes and must reduce it horizontally, and it
@@ -100,9 +101,9 @@ struct KQuantPackedKernels {
 
 #ifdef LOOM_GGUF_HAVE_AVX2
 KQuantPackedKernels avx2_kquant_x8_kernels();  // after cpu_has_avx2_fma()
-KQuantPackedKernels vnni_kquant_x8_kernels();  // after cpu_has_avx512_vnni()
-namespace emulated {  // gguf_kquant_vnni_x8.cpp against SIMDe, for tests on CPUs without VNNI
-KQuantPackedKernels vnni_kquant_x8_kernels();
+KQuantPackedKernels avx512_kquant_x8_kernels();  // after cpu_has_avx512_kquant() (F, BW, VL, VNNI)
+namespace emulated {  // gguf_kquant_avx512_x8.cpp against SIMDe, for tests on CPUs without VNNI
+KQuantPackedKernels avx512_kquant_x8_kernels();
 }
 #endif
 

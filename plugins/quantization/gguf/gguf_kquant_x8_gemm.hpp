@@ -56,43 +56,71 @@ inline __attribute__((always_inline)) __m256i kq_pairs(const uint8_t* p) {
   return kSigned ? _mm256_cvtepi8_epi16(v) : _mm256_cvtepu8_epi16(v);
 }
 
+// The vector the code unpacking works on: Ymm holds one group (8 lanes, ra's record); the VNNI
+// file's Zmm two adjacent groups (16 lanes, ra's then rb's record at the same offset).
+struct Ymm {
+  using I = __m256i;
+  static inline __attribute__((always_inline)) I load(const uint8_t* ra, const uint8_t*, int64_t off) { return kq_load(ra + off); }
+  static inline __attribute__((always_inline)) I and_(I a, I b) { return _mm256_and_si256(a, b); }
+  static inline __attribute__((always_inline)) I or_(I a, I b) { return _mm256_or_si256(a, b); }
+  static inline __attribute__((always_inline)) I set8(char v) { return _mm256_set1_epi8(v); }
+  static inline __attribute__((always_inline)) I srli16(I a, int n) { return _mm256_srli_epi16(a, n); }
+  static inline __attribute__((always_inline)) I slli16(I a, int n) { return _mm256_slli_epi16(a, n); }
+  static inline __attribute__((always_inline)) I slli32(I a, int n) { return _mm256_slli_epi32(a, n); }
+  static inline __attribute__((always_inline)) I srli32(I a, int n) { return _mm256_srli_epi32(a, n); }
+};
+
+// Q6_K: bits 2j, 2j + 1 of each byte of v to bits 4, 5 (what lands elsewhere is masked off).
+template <class V>
+inline __attribute__((always_inline)) typename V::I kq_top_bits(typename V::I v, int j) {
+  return j < 2 ? V::slli32(v, 4 - 2 * j) : j == 2 ? v : V::srli32(v, 2);
+}
+
 // Chunk j (< 4) of sub-block s (< 8), lane = weight row: lo holds values 32s + 4j .. + 3, hi
 // values 32s + 16 + 4j .. + 3 of its row, one code byte each (IQ4_XS: kIQ4NL indices).
+template <loom_dtype T, class V = Ymm>
+inline __attribute__((always_inline)) void kq_codes(const uint8_t* ra, const uint8_t* rb, int s, int j,
+                                                    typename V::I* lo, typename V::I* hi) {
+  using L = KQuantRecord<T>;
+  using I = typename V::I;
+  const I mask = V::set8(0xF);
+  const I w = V::load(ra, rb, 32 * (4 * s + j));
+  *lo = V::and_(w, mask);
+  *hi = V::and_(V::srli16(w, 4), mask);
+  if constexpr (L::kQ5) {
+    const I bits = V::load(ra, rb, L::kBitsAt + 32 * s), fifth = V::set8(0x10);
+    *lo = V::or_(*lo, V::and_(V::slli32(bits, 4 - j), fifth));
+    *hi = V::or_(*hi, V::and_(V::srli32(bits, j), fifth));
+  } else if constexpr (L::kQ6) {
+    const I top = V::set8(0x30);
+    const I bl = V::load(ra, rb, L::kBitsAt + 64 * s), bh = V::load(ra, rb, L::kBitsAt + 64 * s + 32);
+    // Bits 2j, 2j + 1 of each byte to bits 4, 5.
+    *lo = V::or_(*lo, V::and_(kq_top_bits<V>(bl, j), top));
+    *hi = V::or_(*hi, V::and_(kq_top_bits<V>(bh, j), top));
+  }
+}
 template <loom_dtype T>
 inline __attribute__((always_inline)) void kq_codes(const uint8_t* rec, int s, int j, __m256i* lo, __m256i* hi) {
-  using L = KQuantRecord<T>;
-  const __m256i mask = _mm256_set1_epi8(0xF);
-  const __m256i w = kq_load(rec + 32 * (4 * s + j));
-  *lo = _mm256_and_si256(w, mask);
-  *hi = _mm256_and_si256(_mm256_srli_epi16(w, 4), mask);
-  if constexpr (L::kQ5) {
-    const __m256i bits = kq_load(rec + L::kBitsAt + 32 * s), fifth = _mm256_set1_epi8(0x10);
-    *lo = _mm256_or_si256(*lo, _mm256_and_si256(_mm256_slli_epi32(bits, 4 - j), fifth));
-    *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_srli_epi32(bits, j), fifth));
-  } else if constexpr (L::kQ6) {
-    const __m256i top = _mm256_set1_epi8(0x30);
-    const __m256i bl = kq_load(rec + L::kBitsAt + 64 * s), bh = kq_load(rec + L::kBitsAt + 64 * s + 32);
-    // Bits 2j, 2j + 1 of each byte to bits 4, 5.
-    const auto place = [&](__m256i v) {
-      return j < 2 ? _mm256_slli_epi32(v, 4 - 2 * j) : j == 2 ? v : _mm256_srli_epi32(v, 2);
-    };
-    *lo = _mm256_or_si256(*lo, _mm256_and_si256(place(bl), top));
-    *hi = _mm256_or_si256(*hi, _mm256_and_si256(place(bh), top));
-  }
+  kq_codes<T, Ymm>(rec, rec, s, j, lo, hi);
 }
 
 // The codes of sub-block 4m + q (q < 4), chunk j (< 4), lane = weight row: values
-// 64m + 16q + 4j .. + 3 of its row, one byte each (0..3, Q3_K 0..7); rec at the record.
-template <loom_dtype T>
-inline __attribute__((always_inline)) __m256i kq_codes2(const uint8_t* rec, int m, int q, int j) {
-  __m256i c = _mm256_and_si256(_mm256_srli_epi16(kq_load(rec + 32 * (4 * m + j)), 2 * q), _mm256_set1_epi8(3));
+// 64m + 16q + 4j .. + 3 of its row, one byte each (0..3, Q3_K 0..7).
+template <loom_dtype T, class V = Ymm>
+inline __attribute__((always_inline)) typename V::I kq_codes2(const uint8_t* ra, const uint8_t* rb, int m, int q,
+                                                              int j) {
+  using I = typename V::I;
+  I c = V::and_(V::srli16(V::load(ra, rb, 32 * (4 * m + j)), 2 * q), V::set8(3));
   if constexpr (T == LOOM_DTYPE_Q3_K) {
-    const __m256i h = kq_load(rec + KQuant2Record<T>::kBitsAt + 64 * m + 32 * (j / 2));
+    const I h = V::load(ra, rb, KQuant2Record<T>::kBitsAt + 64 * m + 32 * (j / 2));
     const int x = 4 * (j % 2) + q - 2;  // bit 4 (j % 2) + q of each byte to bit 2
-    c = _mm256_or_si256(
-        c, _mm256_and_si256(x < 0 ? _mm256_slli_epi16(h, -x) : _mm256_srli_epi16(h, x), _mm256_set1_epi8(4)));
+    c = V::or_(c, V::and_(x < 0 ? V::slli16(h, -x) : V::srli16(h, x), V::set8(4)));
   }
   return c;
+}
+template <loom_dtype T>
+inline __attribute__((always_inline)) __m256i kq_codes2(const uint8_t* rec, int m, int q, int j) {
+  return kq_codes2<T, Ymm>(rec, rec, m, q, j);
 }
 
 // Part s (of 8, one per sub-block step) of the bytes kStreamAhead past a record: spread this way

@@ -98,7 +98,8 @@ class GgufQuantization {
       // The K-quants: the AVX-512 set gives the same bits in fewer instructions.
       if (loom_gguf::cpu_has_avx512_kquant()) kernels_.kquant = loom_gguf::avx512_kquant_kernels();
       legacy_x8_ = vnni ? loom_gguf::vnni_legacy_x8_kernels() : loom_gguf::avx2_legacy_x8_kernels();
-      kquant_x8_ = vnni ? loom_gguf::vnni_kquant_x8_kernels() : loom_gguf::avx2_kquant_x8_kernels();
+      kquant_x8_ = loom_gguf::cpu_has_avx512_kquant() ? loom_gguf::avx512_kquant_x8_kernels()
+                                                      : loom_gguf::avx2_kquant_x8_kernels();
     }
 #endif
   }
