@@ -169,26 +169,36 @@ uint32_t int16_pair(int32_t lo, int32_t hi) {
 
 }  // namespace
 
-PackedWeight pack_kquant(loom_dtype dtype, const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {
-  const int64_t block_bytes = g::block_geometry(dtype).bytes;
+PackedWeight allocate_kquant(loom_dtype dtype, int64_t n_rows, int64_t n_blocks) {
   PackedWeight p;
   p.quant_bytes = kquant_x8_record_bytes(dtype);
   p.n_rows = n_rows;
   p.n_blocks = n_blocks;
   p.group_bytes = (n_blocks * p.quant_bytes + 63) / 64 * 64;
-  allocate_groups(&p);
+  allocate_groups(&p, false);
+  return p;
+}
+
+void pack_kquant_groups(loom_dtype dtype, const uint8_t* rows, int64_t row_bytes, PackedWeight* p, int64_t g0,
+                        int64_t g1) {
+  const int64_t block_bytes = g::block_geometry(dtype).bytes;
   Unpacked u;
-  const int64_t n_groups = (n_rows + kGroupRows - 1) / kGroupRows;
-  for (int64_t grp = 0; grp < n_groups; ++grp) {
-    uint8_t* dst = p.data.get() + grp * p.group_bytes;
-    for (int64_t r = 0; r < kGroupRows && grp * kGroupRows + r < n_rows; ++r) {
+  for (int64_t grp = g0; grp < g1; ++grp) {
+    uint8_t* dst = p->data.get() + grp * p->group_bytes;
+    std::memset(dst, 0, static_cast<size_t>(p->group_bytes));  // padding rows and bytes
+    for (int64_t r = 0; r < kGroupRows && grp * kGroupRows + r < p->n_rows; ++r) {
       const uint8_t* src = rows + (grp * kGroupRows + r) * row_bytes;
-      for (int64_t b = 0; b < n_blocks; ++b) {
+      for (int64_t b = 0; b < p->n_blocks; ++b) {
         unpack(dtype, src + b * block_bytes, &u);
-        place(dtype, u, r, dst + b * p.quant_bytes);
+        place(dtype, u, r, dst + b * p->quant_bytes);
       }
     }
   }
+}
+
+PackedWeight pack_kquant(loom_dtype dtype, const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {
+  PackedWeight p = allocate_kquant(dtype, n_rows, n_blocks);
+  pack_kquant_groups(dtype, rows, row_bytes, &p, 0, (n_rows + kGroupRows - 1) / kGroupRows);
   return p;
 }
 

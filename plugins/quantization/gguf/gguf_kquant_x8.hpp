@@ -71,7 +71,11 @@ constexpr int64_t kquant_x8_record_bytes(loom_dtype t) {
 }
 
 // Rows of Q2_K, Q3_K, Q4_K, Q5_K, Q6_K or IQ4_XS super-blocks ([n_rows] rows, row_bytes apart, n_blocks each) in the
-// layout above; quant_bytes is the record size.
+// layout above; quant_bytes is the record size. In two steps so that threads can share the
+// filling (the repack, and the first touch of the fresh pages, are most of a model's load):
+// allocate_kquant, then pack_kquant_groups over every group [g0, g1) once (it zeroes them first).
+PackedWeight allocate_kquant(loom_dtype dtype, int64_t n_rows, int64_t n_blocks);
+void pack_kquant_groups(loom_dtype dtype, const uint8_t* rows, int64_t row_bytes, PackedWeight* p, int64_t g0, int64_t g1);
 PackedWeight pack_kquant(loom_dtype dtype, const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks);
 
 // Per Q8_K activation super-block, the bsum pairs the kernels broadcast: [0, 8) the 16-value

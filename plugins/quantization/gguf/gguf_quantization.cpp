@@ -141,11 +141,19 @@ class GgufQuantization {
       // Repacked once; the file's copy is not read again, so its pages leave our resident set.
       const int64_t nb = in / geo.values;
       try {
-        weight->packed =
-            kquant   ? loom_gguf::pack_kquant(w->dtype, weight->data, weight->row_bytes, weight->out_features, nb)
-            : legacy ? loom_gguf::pack_legacy(w->dtype, weight->data, weight->row_bytes, weight->out_features, nb)
+        if (kquant) {
+          // Every thread fills a share of the groups.
+          weight->packed = loom_gguf::allocate_kquant(w->dtype, weight->out_features, nb);
+          const int64_t groups = (weight->out_features + loom_gguf::kGroupRows - 1) / loom_gguf::kGroupRows;
+          host_.parallel_for(groups, [&](int64_t g0, int64_t g1) {
+            loom_gguf::pack_kquant_groups(w->dtype, weight->data, weight->row_bytes, &weight->packed, g0, g1);
+          });
+        } else {
+          weight->packed =
+              legacy ? loom_gguf::pack_legacy(w->dtype, weight->data, weight->row_bytes, weight->out_features, nb)
                      : (w->dtype == LOOM_DTYPE_Q4_0 ? &loom_gguf::pack_q4_0 : &loom_gguf::pack_q8_0)(
                            weight->data, weight->row_bytes, weight->out_features, nb);
+        }
       } catch (...) {
         delete weight;
         throw;

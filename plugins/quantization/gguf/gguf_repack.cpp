@@ -42,13 +42,13 @@ PackedWeight pack(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_
 
 }  // namespace
 
-void allocate_groups(PackedWeight* p) {
+void allocate_groups(PackedWeight* p, bool zero) {
   const size_t total = static_cast<size_t>((p->n_rows + kGroupRows - 1) / kGroupRows * p->group_bytes);
   void* mem = std::aligned_alloc(64, total);
   if (mem == nullptr) throw std::bad_alloc();
   p->data = std::unique_ptr<uint8_t, void (*)(void*)>(static_cast<uint8_t*>(mem), &std::free);
   loom_quant::advise_huge_pages(mem, static_cast<int64_t>(total));  // before the first write
-  std::memset(mem, 0, total);
+  if (zero) std::memset(mem, 0, total);
 }
 
 PackedWeight pack_q4_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks) {

@@ -35,7 +35,8 @@ struct PackedWeight {
 
 // p->data: the n_groups * group_bytes bytes of p's groups, 64-byte aligned, zeroed (padding
 // rows: zero quants and scales), huge pages advised; from p's n_rows and group_bytes.
-void allocate_groups(PackedWeight* p);
+// zero = false leaves the bytes (and their first touch) to whoever fills the groups.
+void allocate_groups(PackedWeight* p, bool zero = true);
 
 // Repacks rows of GGUF Q4_0 or Q8_0 blocks ([n_rows] rows, row_bytes apart, n_blocks blocks each).
 PackedWeight pack_q4_0(const uint8_t* rows, int64_t row_bytes, int64_t n_rows, int64_t n_blocks);
