@@ -146,10 +146,13 @@ inline __attribute__((always_inline)) void chunk_sums(const uint8_t* ra, const u
 // The sums of a record (two, for Zmm), by format. Each is sums<V, R>(ra, rb, a, b, side, isum,
 // msum).
 
-// Q4_K and Q5_K: 32-value sub-blocks, unsigned 6-bit scales and mins.
+// Q4_K, Q5_K and IQ4_XS: 32-value sub-blocks. Q4_K/Q5_K: unsigned 6-bit scales and mins.
+// IQ4_XS: signed scales; sum_s ls_s <level_s + 128, a_s> less 128 * sum_s ls_s * sum(a_s), its
+// scales in the mins' place.
 template <loom_dtype T>
-struct WithMins {
+struct ThirtyTwo {
   using Layout = KQuantRecord<T>;
+  static constexpr bool kIq4 = T == LOOM_DTYPE_IQ4_XS;
   template <class V, int R>
   static inline __attribute__((always_inline)) void sums(const uint8_t* ra, const uint8_t* rb,
                                                          const g::BlockQ8_K* const* a, int64_t b,
@@ -159,17 +162,23 @@ struct WithMins {
     const I low16 = V::set32(0xFFFF);
     for (int r = 0; r < R; ++r) isum[r] = msum[r] = V::zero();
     for (int p = 0; p < 4; ++p) {
-      const I scp = V::template pairs<false>(ra, rb, Layout::kScaleAt + 16 * p);
+      const I scp = V::template pairs<kIq4>(ra, rb, Layout::kScaleAt + 16 * p);
       for (int h = 0; h < 2; ++h) {
         V::template prefetch<Layout::kBytes>(ra, rb, 2 * p + h);
-        const I sc = h == 0 ? V::and_(scp, low16) : V::srli32(scp, 16);
+        I sc;
+        if constexpr (kIq4)
+          sc = h == 0 ? V::srai32(V::slli32(scp, 16), 16) : V::srai32(scp, 16);
+        else
+          sc = h == 0 ? V::and_(scp, low16) : V::srli32(scp, 16);
         I lo_sum[R], hi_sum[R];
         chunk_sums<V, T, R>(ra, rb, a, b, 2 * p + h, lo_sum, hi_sum);
         for (int r = 0; r < R; ++r) isum[r] = V::add(isum[r], V::mullo(V::add(lo_sum[r], hi_sum[r]), sc));
       }
-      const I mn = V::template pairs<false>(ra, rb, Layout::kMinAt + 16 * p);
+      const I mn = kIq4 ? scp : V::template pairs<false>(ra, rb, Layout::kMinAt + 16 * p);
       for (int r = 0; r < R; ++r) msum[r] = V::dpwssd(msum[r], mn, V::set32(side[r][b * kKQuantSide + 8 + p]));
     }
+    if constexpr (kIq4)
+      for (int r = 0; r < R; ++r) isum[r] = V::sub(isum[r], V::slli32(msum[r], 7));
   }
 };
 
@@ -196,32 +205,6 @@ struct Q6 {
       }
     }
     for (int r = 0; r < R; ++r) isum[r] = V::sub(isum[r], V::slli32(msum[r], 5));
-  }
-};
-
-// IQ4_XS: 32-value sub-blocks, signed scales; sum_s ls_s <level_s + 128, a_s> less
-// 128 * sum_s ls_s * sum(a_s).
-struct Iq4Xs {
-  using Layout = KQuantRecord<LOOM_DTYPE_IQ4_XS>;
-  template <class V, int R>
-  static inline __attribute__((always_inline)) void sums(const uint8_t* ra, const uint8_t* rb,
-                                                         const g::BlockQ8_K* const* a, int64_t b,
-                                                         const int32_t* const* side, typename V::I* isum,
-                                                         typename V::I* msum) {
-    using I = typename V::I;
-    for (int r = 0; r < R; ++r) isum[r] = msum[r] = V::zero();
-    for (int p = 0; p < 4; ++p) {
-      const I scp = V::template pairs<true>(ra, rb, Layout::kScaleAt + 16 * p);
-      for (int h = 0; h < 2; ++h) {
-        V::template prefetch<Layout::kBytes>(ra, rb, 2 * p + h);
-        const I sc = h == 0 ? V::srai32(V::slli32(scp, 16), 16) : V::srai32(scp, 16);
-        I lo_sum[R], hi_sum[R];
-        chunk_sums<V, LOOM_DTYPE_IQ4_XS, R>(ra, rb, a, b, 2 * p + h, lo_sum, hi_sum);
-        for (int r = 0; r < R; ++r) isum[r] = V::add(isum[r], V::mullo(V::add(lo_sum[r], hi_sum[r]), sc));
-      }
-      for (int r = 0; r < R; ++r) msum[r] = V::dpwssd(msum[r], scp, V::set32(side[r][b * kKQuantSide + 8 + p]));
-    }
-    for (int r = 0; r < R; ++r) isum[r] = V::sub(isum[r], V::slli32(msum[r], 7));
   }
 };
 
@@ -274,7 +257,6 @@ struct TwoBit {
 template <class S>
 struct OneGroup {
   using Layout = typename S::Layout;
-  static constexpr int kRows = 8;
   template <int R>
   static inline __attribute__((always_inline)) void sums(const uint8_t* rec, const g::BlockQ8_K* const* a, int64_t b,
                                                          const int32_t* const* side, __m256i* isum, __m256i* msum) {
@@ -343,36 +325,21 @@ void rows_x_pairs(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, cons
     const int64_t n_out = w.n_rows - j0 < 2 * kRows ? w.n_rows - j0 : 2 * kRows;
     pair_rows<S, R>(w.group(grp), w.group(grp + 1), nb, a, s, y + t0 * ys + (j0 - g0 * kRows), ys, n_out);
   }
-  for (; grp < g1; ++grp) {
-    const int64_t j0 = grp * kRows;
-    const int64_t n_out = w.n_rows - j0 < kRows ? w.n_rows - j0 : kRows;
-    kq_group_rows<OneGroup<S>, R>(w.group(grp), nb, a, s, y + t0 * ys + (j0 - g0 * kRows), ys, n_out);
-  }
+  if (grp < g1) kq_rows_x_groups<OneGroup<S>, R>(w, grp, g1, xq, xq_row_bytes, side, t0, y + (grp - g0) * kRows, ys);
 }
 
 template <class S>
 void gemm_x16(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
               const int32_t* side, int64_t n, float* y, int64_t ys) {
-  int64_t t = 0;
-  for (; t + 8 <= n; t += 8) rows_x_pairs<S, 8>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys);
-  if (t + 4 <= n) {
-    rows_x_pairs<S, 4>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys);
-    t += 4;
-  }
-  switch (n - t) {
-    case 3: rows_x_pairs<S, 3>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); break;
-    case 2: rows_x_pairs<S, 2>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); break;
-    case 1: rows_x_pairs<S, 1>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); break;
-    default: break;
-  }
+  kq_row_blocks<8>(n, [&]<int R>(int64_t t) { rows_x_pairs<S, R>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); });
 }
 
 }  // namespace
 
 KQuantPackedKernels avx512_kquant_x8_kernels() {
   return KQuantPackedKernels{&gemm_x16<TwoBit<LOOM_DTYPE_Q2_K>>,       &gemm_x16<TwoBit<LOOM_DTYPE_Q3_K>>,
-                             &gemm_x16<WithMins<LOOM_DTYPE_Q4_K>>,     &gemm_x16<WithMins<LOOM_DTYPE_Q5_K>>,
-                             &gemm_x16<Q6>,                            &gemm_x16<Iq4Xs>};
+                             &gemm_x16<ThirtyTwo<LOOM_DTYPE_Q4_K>>,    &gemm_x16<ThirtyTwo<LOOM_DTYPE_Q5_K>>,
+                             &gemm_x16<Q6>,                            &gemm_x16<ThirtyTwo<LOOM_DTYPE_IQ4_XS>>};
 }
 
 #pragma GCC pop_options

@@ -1,9 +1,10 @@
 // The GEMM over K-quant x8 weights (gguf_kquant_x8.hpp), generic in how a super-block's exact
 // int32 sums are formed: F::sums<R>(record, a, b, side, isum, msum) gives, lane = weight row, R
-// activation rows' sum_s scale_s <code_s, a_s> (Q6_K: with its -32 term) and, for Q4_K/Q5_K,
-// sum_s min_s * sum(a_s). Included inside an anonymous namespace by each kernel file after its
-// `#pragma GCC target`, so each instruction set compiles its own copy; it also gives the F
-// types kq_bcast4, kq_codes and the record offsets (KQuantRecord).
+// activation rows' sum_s scale_s <code_s, a_s> (with the -32, -4 or +128 offsets of Q6_K, Q3_K
+// and IQ4_XS taken off) and, for Q2_K/Q4_K/Q5_K, sum_s min_s * sum(a_s). Included inside an
+// anonymous namespace by each kernel file after its `#pragma GCC target`, so each instruction set
+// compiles its own copy; it also gives the F types kq_bcast4, the code unpacking (kq_codes,
+// kq_codes2, generic over the vector type) and the record offsets (KQuantRecord, KQuant2Record).
 //
 // Per (activation row, weight row) the super-blocks fold in order, as the portable kernels do:
 //   term = (d_w * d_a) * float(isum), then (mins) term = term - (dmin_w * d_a) * float(msum),
@@ -181,23 +182,28 @@ void kq_rows_x_groups(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, 
   }
 }
 
-template <class F>
-void kq_gemm_x8(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
-                const int32_t* side, int64_t n, float* y, int64_t ys) {
-  constexpr int kR = F::kRows;
+// Activation rows [0, n) in register blocks: kR at a time, then (kR > 4) one of 4, then the last
+// 1-3; rows.template operator()<R>(t) runs block [t, t + R).
+template <int kR, class Rows>
+inline __attribute__((always_inline)) void kq_row_blocks(int64_t n, Rows&& rows) {
   int64_t t = 0;
-  for (; t + kR <= n; t += kR) kq_rows_x_groups<F, kR>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys);
-  const int64_t left = n - t;
+  for (; t + kR <= n; t += kR) rows.template operator()<kR>(t);
   if constexpr (kR > 4) {
-    if (left >= 4) {
-      kq_rows_x_groups<F, 4>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys);
+    if (n - t >= 4) {
+      rows.template operator()<4>(t);
       t += 4;
     }
   }
   switch (n - t) {
-    case 3: kq_rows_x_groups<F, 3>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); break;
-    case 2: kq_rows_x_groups<F, 2>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); break;
-    case 1: kq_rows_x_groups<F, 1>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); break;
+    case 3: rows.template operator()<3>(t); break;
+    case 2: rows.template operator()<2>(t); break;
+    case 1: rows.template operator()<1>(t); break;
     default: break;
   }
+}
+
+template <class F>
+void kq_gemm_x8(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
+                const int32_t* side, int64_t n, float* y, int64_t ys) {
+  kq_row_blocks<F::kRows>(n, [&]<int R>(int64_t t) { kq_rows_x_groups<F, R>(w, g0, g1, xq, xq_row_bytes, side, t, y, ys); });
 }

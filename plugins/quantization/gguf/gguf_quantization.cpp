@@ -1,7 +1,7 @@
 // quantization/gguf: weights in the GGUF block formats Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K,
 // Q3_K, Q4_K, Q5_K, Q6_K and IQ4_XS, read in place from the (mmap'ed) model file, and y = x W^T as
 // integer dot products on quantized activations. With the AVX2 kernels, the 32-value formats and
-// Q4_K/Q5_K/Q6_K/IQ4_XS are instead repacked at load into x8 layouts (8 rows interleaved, the file's
+// the K-quants (Q2_K..Q6_K, IQ4_XS) are instead repacked at load into x8 layouts (8 rows interleaved, the file's
 // bytes rearranged: gguf_repack.hpp for Q4_0/Q8_0, gguf_legacy_kernels.hpp for the other 32-value
 // formats, gguf_kquant_x8.hpp for the K-quants), and the file's pages of
 // a repacked tensor are given back (MADV_DONTNEED on a read-only file mapping), so resident
@@ -74,7 +74,7 @@ struct Weight {
   int64_t in_features;
   int64_t row_bytes;  // bytes from one row to the next
   const uint8_t* data;  // the file's rows; not read once packed
-  loom_gguf::PackedWeight packed{};  // the 32-value formats, Q4_K..Q6_K, IQ4_XS under AVX2: x8 (owned)
+  loom_gguf::PackedWeight packed{};  // under AVX2, every block format but the plain ones: x8 (owned)
 };
 
 class GgufQuantization {
@@ -95,9 +95,9 @@ class GgufQuantization {
       const bool vnni = loom_gguf::cpu_has_avx512_vnni();
       q4_0_x8_ = vnni ? loom_gguf::vnni_q4_0_x8_kernel() : loom_gguf::avx2_q4_0_x8_kernel();
       q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
-      // The K-quants: the AVX-512 set gives the same bits in fewer instructions.
-      if (loom_gguf::cpu_has_avx512_kquant()) kernels_.kquant = loom_gguf::avx512_kquant_kernels();
       legacy_x8_ = vnni ? loom_gguf::vnni_legacy_x8_kernels() : loom_gguf::avx2_legacy_x8_kernels();
+      // Every K-quant is repacked, so the file-layout K-quant sets run only without AVX2
+      // (portable); the AVX-512 x8 set gives the AVX2 one's bits in fewer instructions.
       kquant_x8_ = loom_gguf::cpu_has_avx512_kquant() ? loom_gguf::avx512_kquant_x8_kernels()
                                                       : loom_gguf::avx2_kquant_x8_kernels();
     }
