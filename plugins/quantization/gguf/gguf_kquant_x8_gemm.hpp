@@ -165,7 +165,7 @@ inline __attribute__((always_inline)) void kq_group_rows(const uint8_t* grp, int
 }
 
 template <class F, int R>
-void kq_rows_x_groups(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
+__attribute__((noinline)) void kq_rows_x_groups(const loom_gguf::PackedWeight& w, int64_t g0, int64_t g1, const uint8_t* xq, int64_t xq_row_bytes,
                       const int32_t* side, int64_t t0, float* y, int64_t ys) {
   constexpr int64_t kRows = loom_gguf::kGroupRows;
   const int64_t nb = w.n_blocks;
