@@ -17,7 +17,7 @@ namespace {
 using Json = nlohmann::json;
 
 const PromptText& stories_text() {
-  static const auto text = gguf_prompt_text(std::string(LOOM_TEST_DATA) + "/stories260K.gguf");
+  static const auto text = tokenizer_prompt_text(std::string(LOOM_TEST_DATA) + "/stories260K.gguf");
   return *text;
 }
 
@@ -37,6 +37,19 @@ TEST(Workload, RandomPromptsHaveTheAskedTokenLengths) {
   EXPECT_NE(convs[0].turns[0].text, convs[1].turns[0].text);
   const auto again = random_workload(8, RandomOptions{32, 16, 0.0, 0}, text, 5);
   EXPECT_EQ(again[3].turns[0].text, convs[3].turns[0].text);  // seeded
+}
+
+// The tokenizer of a Hugging Face directory (what a vLLM peer serves): Llama 3's byte-level BPE.
+TEST(Workload, AnHfDirectoryGivesExactLengthsToo) {
+  const auto text = tokenizer_prompt_text(std::string(LOOM_TEST_DATA) + "/hf_tokenizers/llama3");
+  EXPECT_TRUE(text->exact());
+  const auto convs = random_workload(6, RandomOptions{48, 8, 0.0, 0}, *text, 3);
+  for (const Conversation& c : convs) {
+    const int64_t n = text->count_tokens(c.turns[0].text);
+    EXPECT_LE(n, 48);
+    EXPECT_GE(n, 36);
+  }
+  EXPECT_THROW(tokenizer_prompt_text(std::string(LOOM_TEST_DATA) + "/no-such-dir/tokenizer.json"), Error);
 }
 
 TEST(Workload, RangeRatioAndPrefix) {

@@ -59,18 +59,12 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 
-python3 - "$out" "$rounds" "$levels" <<'PY' | tee "$out/summary.txt"
-import json, os, statistics, sys
+BENCH_DIR="$root/tools/bench" python3 - "$out" "$rounds" "$levels" <<'PY' | tee "$out/summary.txt"
+import os, sys
 out, rounds, levels = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-def load(engine, c):
-    runs = [json.load(open(f"{out}/{engine}-c{c}-r{r}.json"))["summary"] for r in range(1, rounds + 1)]
-    for s in runs: assert s["failed"] == 0, f"{engine} c={c}: {s['failed']} failed"
-    med = lambda f: statistics.median(f(s) for s in runs)
-    return {"tok/s": med(lambda s: s["output_throughput"]),
-            "tpot50": med(lambda s: s["tpot_ms"]["median"]), "tpot99": med(lambda s: s["tpot_ms"]["p99"]),
-            "itl99": med(lambda s: s["itl_ms"]["p99"]),
-            "ttft50": med(lambda s: s["ttft_ms"]["median"]), "ttft99": med(lambda s: s["ttft_ms"]["p99"]),
-            "per_round": [s["output_throughput"] for s in runs]}
+sys.path.insert(0, os.environ["BENCH_DIR"])
+from serve_medians import load as load_runs
+load = lambda engine, c: load_runs(out, engine, c, rounds)
 print(f"Medians of {rounds} rounds, engines alternating, a fresh server per run.\n")
 print("| concurrency | engine | output tok/s | TPOT p50 / p99 ms | ITL p99 ms | TTFT p50 / p99 ms | tok/s per round |")
 print("|---|---|---|---|---|---|---|")

@@ -9,8 +9,9 @@ stop_server() {
 }
 trap stop_server EXIT
 
-wait_up() {  # wait_up NAME LOG: returns once $server_pid answers on $port, else shows LOG and exits
-  for _ in $(seq 1 600); do
+wait_up() {  # wait_up NAME LOG: returns once $server_pid answers on $port (within WAIT_UP_S
+  # seconds, default 120), else shows LOG and exits
+  for _ in $(seq 1 $(( ${WAIT_UP_S:-120} * 5 ))); do
     curl -sf "http://127.0.0.1:$port/health" >/dev/null 2>&1 && return 0
     kill -0 "$server_pid" 2>/dev/null || break
     sleep 0.2

@@ -1,11 +1,14 @@
 #include "tools/bench/prompt_text.hpp"
 
 #include <array>
+#include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "core/common/error.hpp"
 #include "core/formats/gguf_file.hpp"
 #include "core/tokenizer/tokenizer.hpp"
+#include "core/tokenizer/tokenizer_json.hpp"
 #include "core/tokenizer/utf8.hpp"
 
 namespace loom::bench {
@@ -13,8 +16,15 @@ namespace {
 
 class TokenizerPromptText final : public PromptText {
  public:
-  explicit TokenizerPromptText(const std::string& path)
-      : file_(GgufFile::open(path)), tokenizer_(load_tokenizer(file_)) {
+  // A Hugging Face model directory or tokenizer.json (what vLLM serves), else a GGUF file.
+  explicit TokenizerPromptText(const std::string& path) {
+    namespace fs = std::filesystem;
+    if (fs::is_directory(path) || fs::path(path).extension() == ".json") {
+      tokenizer_ = load_tokenizer_json(path);
+    } else {
+      file_.emplace(GgufFile::open(path));
+      tokenizer_ = load_tokenizer(*file_);
+    }
     // Ids that stand for ordinary text: no control or end-of-generation tokens (a prompt must
     // not stop the model or smuggle specials) and no lone bytes of a multi-byte character (the
     // request body must be valid UTF-8).
@@ -49,7 +59,7 @@ class TokenizerPromptText final : public PromptText {
   bool exact() const override { return true; }
 
  private:
-  GgufFile file_;
+  std::optional<GgufFile> file_;  // a GGUF tokenizer's file, kept open while the tokenizer lives
   std::unique_ptr<Tokenizer> tokenizer_;
   std::vector<int32_t> text_ids_;
 };
@@ -92,8 +102,8 @@ class WordPromptText final : public PromptText {
 
 }  // namespace
 
-std::unique_ptr<PromptText> gguf_prompt_text(const std::string& gguf_path) {
-  return std::make_unique<TokenizerPromptText>(gguf_path);
+std::unique_ptr<PromptText> tokenizer_prompt_text(const std::string& path) {
+  return std::make_unique<TokenizerPromptText>(path);
 }
 
 std::unique_ptr<PromptText> word_prompt_text() { return std::make_unique<WordPromptText>(); }

@@ -22,8 +22,10 @@ class PromptText {
   virtual bool exact() const = 0;
 };
 
-// Throws loom::Error naming the file when it cannot be opened or has no supported tokenizer.
-std::unique_ptr<PromptText> gguf_prompt_text(const std::string& gguf_path);
+// Prompts of exact token counts with the tokenizer of a GGUF file, a Hugging Face model directory
+// or a tokenizer.json. Throws loom::Error naming the file when it cannot be opened or has no
+// supported tokenizer.
+std::unique_ptr<PromptText> tokenizer_prompt_text(const std::string& path);
 std::unique_ptr<PromptText> word_prompt_text();
 
 }  // namespace loom::bench

@@ -68,7 +68,8 @@ void add_options(CLI::App& app, ServeArgs& a, Raw& raw) {
       ->check(cli::integer_in(1))
       ->group("Workload");
   app.add_option("--tokenizer", a.tokenizer,
-                 "exact prompt lengths with this GGUF's tokenizer; without it prompts are common words\n"
+                 "exact prompt lengths with this tokenizer (a GGUF, an HF model directory or a tokenizer.json);\n"
+                 "without it prompts are common words "
                  "counted one token each (approximate)")
       ->group("Workload");
   app.add_option("--random-input-len", raw.input_len, "default 1024 (multi-turn: each user turn, default 128)")

@@ -63,7 +63,7 @@ int run(const ServeArgs& a) {
   target.api_key = a.api_key;
   target.timeout = std::chrono::seconds(a.timeout_s);
   const std::unique_ptr<PromptText> text =
-      a.tokenizer.empty() ? word_prompt_text() : gguf_prompt_text(a.tokenizer);
+      a.tokenizer.empty() ? word_prompt_text() : tokenizer_prompt_text(a.tokenizer);
 
   RunPlan plan;
   plan.target = target;
