@@ -177,7 +177,8 @@ void expect_batch_invariant(int64_t in, int64_t out, const std::vector<int64_t>&
     w16[i] = f32_to_f16(w[i]);
     wb16[i] = f32_to_bf16(w[i]);
   }
-  for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})", R"({"compute": "bf16"})"}) {
+  for (const char* config :
+       {R"({"simd": "portable"})", R"({"simd": "auto"})", R"({"simd": "avx2"})", R"({"compute": "bf16"})"}) {
     const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
     const auto& vt = p->vtable<loom_quantization_vtable>();
     for (const auto& [dtype, data] : {std::pair<loom_dtype, void*>{LOOM_DTYPE_F32, w.data()},
@@ -293,6 +294,31 @@ TEST(QuantizationNone, ComputeBf16WithPortableKernelsComputesExactly) {
             none_linear(R"({"simd": "portable", "compute": "bf16"})", w.data(), LOOM_DTYPE_F32, out, in, x, n));
 }
 
+// simd = "avx2" keeps the AVX-512 kernels out, which promise the AVX2 kernels' bits: the two give
+// the same y at every row count (decode rows, the 18-20-row joined tiles, prefill blocks) and for
+// every stored type.
+TEST(QuantizationNone, Avx2AndAutoGiveTheSameBits) {
+  constexpr int64_t kIn = 300, kOut = 77;
+  std::mt19937_64 rng(29);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> w(static_cast<size_t>(kOut * kIn)), x(static_cast<size_t>(160 * kIn));
+  for (auto& e : w) e = u(rng);
+  for (auto& e : x) e = u(rng);
+  std::vector<uint16_t> w16(w.size()), wb16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    w16[i] = f32_to_f16(w[i]);
+    wb16[i] = f32_to_bf16(w[i]);
+  }
+  for (const auto& [dtype, data] : {std::pair<loom_dtype, const void*>{LOOM_DTYPE_F32, w.data()},
+                                    {LOOM_DTYPE_F16, w16.data()}, {LOOM_DTYPE_BF16, wb16.data()}})
+    for (const int64_t n : {1, 2, 5, 8, 9, 19, 20, 37, 160}) {
+      const std::vector<float> auto_y = none_linear(R"({"simd": "auto"})", data, dtype, kOut, kIn, x, n);
+      const std::vector<float> avx2_y = none_linear(R"({"simd": "avx2"})", data, dtype, kOut, kIn, x, n);
+      ASSERT_EQ(std::memcmp(auto_y.data(), avx2_y.data(), auto_y.size() * sizeof(float)), 0)
+          << dtype_str(dtype) << " n=" << n;
+    }
+}
+
 // A value outside a choice key's list is refused, naming the key and the valid values.
 TEST(QuantizationNone, RejectsAnUnknownChoiceValue) {
   ThreadPool threads(1);
@@ -300,7 +326,7 @@ TEST(QuantizationNone, RejectsAnUnknownChoiceValue) {
   loom_quantization_create_args a{};
   a.struct_size = sizeof(a);
   for (const auto& [config, message] :
-       {std::pair<const char*, const char*>{R"({"simd": "avx512"})", R"("simd" must be "auto" or "portable")"},
+       {std::pair<const char*, const char*>{R"({"simd": "avx512"})", R"("simd" must be "auto", "avx2" or "portable", got "avx512")"},
         {R"({"compute": "fp16"})", R"("compute" must be "exact" or "bf16")"}}) {
     try {
       host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "none", "", config}, &a);
@@ -537,8 +563,9 @@ TEST_P(LinearGroupConformance, EachOutputHasLinearsBits) {
 INSTANTIATE_TEST_SUITE_P(Plugins, LinearGroupConformance, ::testing::ValuesIn(conformance::plugin_names()),
                          [](const auto& info) { return info.param; });
 
-// quantization gguf: both kernel sets batch-invariant over n = 1..37, and close to each other
-// (they sum the same exact block products in different float orders).
+// quantization gguf: every kernel set batch-invariant over n = 1..37; "auto" and "avx2" (the same
+// exact block sums, AVX-512 or AVX2 instructions) give the same bits, and the portable set is
+// close to them (it sums the same exact block products in a different float order).
 TEST(QuantizationGguf, EveryKernelIsBatchInvariant) {
   ThreadPool threads(2);
   PluginHost host(threads, {});
@@ -552,9 +579,9 @@ TEST(QuantizationGguf, EveryKernelIsBatchInvariant) {
   for (auto& e : x) e = u(rng);
   for (const BlockFormat& f : kBlockFormats) {
     const QuantizedMatrix m = make_quantized(f.dtype, kOut, kIn, rng);
-    std::vector<float> by_config[2];
+    std::vector<float> by_config[3];
     int which = 0;
-    for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})"}) {
+    for (const char* config : {R"({"simd": "portable"})", R"({"simd": "auto"})", R"({"simd": "avx2"})"}) {
       const auto p = host.create(PluginSpec{LOOM_KIND_QUANTIZATION, "gguf", "", config}, &a);
       const loom_tensor_view wv = mat(const_cast<uint8_t*>(m.blocks.data()), f.dtype, kOut, kIn);
       void* handle = nullptr;
@@ -578,6 +605,8 @@ TEST(QuantizationGguf, EveryKernelIsBatchInvariant) {
     }
     for (size_t i = 0; i < by_config[0].size(); ++i)
       ASSERT_NEAR(by_config[0][i], by_config[1][i], 1e-4 * (1.0 + std::abs(by_config[0][i]))) << f.name << " at " << i;
+    ASSERT_EQ(std::memcmp(by_config[1].data(), by_config[2].data(), by_config[1].size() * sizeof(float)), 0)
+        << f.name << ": simd = \"avx2\" differs from \"auto\"";
   }
 }
 

@@ -307,7 +307,7 @@ TEST(QuantInt, ConfigErrorsNameTheKeyAndValue) {
       {{"int4", R"({"group_size": 48})"}, {"\"group_size\" must be 32, 64 or 128, got 48", ""}},
       {{"int4", R"({"zero_point": "yes"})"}, {"\"zero_point\" must be true or false", ""}},
       {{"fp8", R"({"scale": "tensor"})"}, {"unknown key \"scale\" (valid keys: simd)", ""}},
-      {{"fp8", R"({"simd": "avx512"})"}, {"\"simd\" must be \"auto\" or \"portable\"", ""}},
+      {{"fp8", R"({"simd": "avx512"})"}, {"\"simd\" must be \"auto\", \"avx2\" or \"portable\"", ""}},
   };
   for (const auto& c : cases) {
     try {

@@ -202,6 +202,34 @@ TEST_F(ContinuousTimed, TheFloorAndAPromptAlone) {
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 8}}));  // 3 waits: the floor is for the step's first prompt
 }
 
+// Over twice as many waiting as running: the bound stretches by waiting / running - 1, at most
+// max_step_stretch times; up to twice as many waiting it is max_step_ms.
+TEST_F(ContinuousTimed, TheBoundStretchesWhileOverTwiceAsManyWait) {
+  make(R"({"max_num_batched_tokens": 256, "max_step_ms": 3, "max_step_stretch": 4})", 1000);
+  script_model();
+  add(1, 2, 100);
+  EXPECT_EQ(step(), (Sched{{1, 2}}));  // alone
+  for (uint64_t id = 2; id <= 4; ++id) add(id, 100, 200);
+  // 3 waiting / 1 running: 2 x 3000 us, 1200 of them the decode: 48 prompt tokens.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 48}}));
+  // 2 waiting / 2 running: 3000 us.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  for (uint64_t id = 5; id <= 12; ++id) add(id, 100, 200);
+  // 10 waiting / 2 running, capped at 4 x 3000 us. 4600 of them go to the decode and the last 34
+  // tokens of prompt 2; the 7400 left hold 74 tokens of prompt 3.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 34}, {3, 74}}));
+}
+
+// max_step_stretch = 1, the default, keeps the bound fixed.
+TEST_F(ContinuousTimed, TheDefaultStretchOfOneKeepsTheBound) {
+  make(R"({"max_num_batched_tokens": 256, "max_step_ms": 3})", 1000);
+  script_model();
+  add(1, 2, 100);
+  EXPECT_EQ(step(), (Sched{{1, 2}}));
+  for (uint64_t id = 2; id <= 4; ++id) add(id, 100, 200);
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+}
+
 // Deep in a long prompt the floor is 1/32 of the context the chunk attends to.
 TEST_F(ContinuousTimed, TheFloorGrowsWithTheContext) {
   make(R"({"max_num_batched_tokens": 512, "max_step_ms": 1})", 4000);

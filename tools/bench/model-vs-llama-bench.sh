@@ -6,7 +6,9 @@
 #
 #   tools/bench/model-vs-llama-bench.sh [BUILD_DIR]
 # Environment: PRESETS ("gemma3-270m mixtral-1b"), TYPES ("f16 q8_0 q4_k_m"), ROUNDS (3), REPS
-# per round (2), THREADS (nproc), PP (512), TG (128). Loom's KV pool is f16, as llama-bench's.
+# per round (2), THREADS (nproc), PP (512), TG (128), LOOM_QUANT_CONFIG (the quantization plugin's
+# config, "{}"), LLAMA_CPP_ISA (native). Loom's KV pool is f16, as llama-bench's. AVX2 against AVX2
+# on an AVX-512 machine: LOOM_QUANT_CONFIG='{"simd": "avx2"}' LLAMA_CPP_ISA=avx2.
 # Needs the peer's binaries (tools/peers/build-llama-cpp.sh, built on first use: long).
 # Prints one markdown table; JSON per run lands in BUILD_DIR/bench-results/model-vs-llama-bench.
 set -euo pipefail
@@ -31,7 +33,8 @@ for preset in $presets; do
     [[ "$t" == f16 ]] && quant=none
     for r in $(seq 1 "$rounds"); do
       loom() {
-        "$bin/loom-bench" model -m "$file" -t "$threads" --quantization "$quant" --kv-dtype f16 -p "$pp" -n "$tg" \
+        "$bin/loom-bench" model -m "$file" -t "$threads" --quantization "$quant" \
+          --quantization-config "${LOOM_QUANT_CONFIG:-{\}}" --kv-dtype f16 -p "$pp" -n "$tg" \
           -b "" -r "$reps" --no-stream --json "$out/$preset-$t-loom-$r.json" >/dev/null
       }
       peer() {

@@ -10,6 +10,9 @@
 #
 # PREFIX defaults to build/peers/llama.cpp. LLAMA_CPP_JOBS (default: nproc) sets the build's
 # parallelism; the build can take an hour at -j1, so run it under `nice -n 19` beside other work.
+# LLAMA_CPP_ISA=avx2 builds into PREFIX/build-avx2 with AVX2/FMA/F16C and no AVX-512 (nor
+# AVX-VNNI), llama-bench, llama-batched-bench and llama-quantize only: the peer's AVX2 kernels on
+# an AVX-512 machine, beside Loom's simd = "avx2".
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 prefix="${1:-$root/build/peers/llama.cpp}"
@@ -17,7 +20,15 @@ version="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 jobs="${LLAMA_CPP_JOBS:-$(nproc)}"
 targets=(llama-server llama-perplexity llama-quantize llama-bench llama-cli llama-completion llama-simple
          llama-batched-bench llama-speculative llama-speculative-simple llama-lookup)
-bin="$prefix/build/bin"
+case "${LLAMA_CPP_ISA:-native}" in
+  native) build_dir=build isa_flags=(-DGGML_NATIVE=ON) ;;
+  avx2) build_dir=build-avx2 targets=(llama-bench llama-batched-bench llama-quantize)  # the kernel comparisons
+    isa_flags=(-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON
+               -DGGML_AVX_VNNI=OFF -DGGML_AVX512=OFF -DGGML_AVX512_VBMI=OFF -DGGML_AVX512_VNNI=OFF
+               -DGGML_AVX512_BF16=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF) ;;
+  *) echo "build-llama-cpp: LLAMA_CPP_ISA must be native or avx2" >&2; exit 2 ;;
+esac
+bin="$prefix/$build_dir/bin"
 
 have_all() {
   local t
@@ -37,8 +48,8 @@ src="$prefix/llama_cpp_python-$version/vendor/llama.cpp"
 
 # No web UI (LLAMA_USE_PREBUILT_UI=OFF would otherwise fetch it at build time), no tests, no
 # HTTPS: the peer serves loopback only and must build offline.
-cmake -S "$src" -B "$prefix/build" -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=ON \
+cmake -S "$src" -B "$prefix/$build_dir" -DCMAKE_BUILD_TYPE=Release "${isa_flags[@]}" \
   -DLLAMA_BUILD_TESTS=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_UI=OFF -DLLAMA_OPENSSL=OFF >&2
-cmake --build "$prefix/build" -j "$jobs" --target "${targets[@]}" >&2
+cmake --build "$prefix/$build_dir" -j "$jobs" --target "${targets[@]}" >&2
 have_all || { echo "build-llama-cpp: a target is missing under $bin" >&2; exit 1; }
 echo "$bin"

@@ -21,12 +21,19 @@ namespace loom_quant {
 using loom::sdk::ConfigError;
 using loom::sdk::Error;
 
-// The "simd" key every quantization plugin has: "auto" (the fastest kernels this CPU runs) or
-// "portable" (the plain C++ ones), read into a bool (true = auto) with sdk_config's choice().
-inline std::vector<std::pair<std::string, bool>> simd_values() { return {{"auto", true}, {"portable", false}}; }
-constexpr const char* kSimdHelp = "\"auto\": the fastest kernels this CPU runs; \"portable\": the plain C++ ones";
+// The "simd" key every quantization plugin has: "auto" (the fastest kernels this CPU runs),
+// "avx2" (the AVX2 kernels even where the CPU has AVX-512: they give the same bits, so this
+// compares the two instruction sets on one machine, or avoids AVX-512's clock drop on CPUs that
+// have one) or "portable" (the plain C++ ones), read with sdk_config's choice() into an int:
+// non-zero means SIMD kernels, kSimdAuto also allows AVX-512 ones.
+enum SimdLevel : int { kSimdPortable = 0, kSimdAvx2 = 1, kSimdAuto = 2 };
+inline std::vector<std::pair<std::string, int>> simd_values() {
+  return {{"auto", kSimdAuto}, {"avx2", kSimdAvx2}, {"portable", kSimdPortable}};
+}
+constexpr const char* kSimdHelp =
+    "\"auto\": the fastest kernels this CPU runs; \"avx2\": no AVX-512 ones; \"portable\": the plain C++ ones";
 
-// The config of a plugin whose only key is "simd" (Options has `bool simd = true`).
+// The config of a plugin whose only key is "simd" (Options has `int simd = kSimdAuto`).
 template <class Options>
 loom::sdk::ConfigSpec<Options> simd_spec(const std::string& who) {
   return loom::sdk::ConfigSpec<Options>(who).choice("simd", &Options::simd, simd_values(), kSimdHelp);

@@ -24,7 +24,7 @@ class Fp8Quantization {
  public:
   static constexpr const char* kName = "fp8";
   struct Options {
-    bool simd = true;
+    int simd = loom_quant::kSimdAuto;  // "simd" (quant_plugin.hpp); no AVX-512 kernels here
   };
 
   static const loom::sdk::ConfigSpec<Options>& config_spec() {
@@ -33,7 +33,7 @@ class Fp8Quantization {
   }
 
   Fp8Quantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
-      : host_(host), kernels_(select_kernels(opt.simd)) {
+      : host_(host), kernels_(select_kernels(opt.simd != loom_quant::kSimdPortable)) {
     loom_quant::require_cpu(args, kName);
     tiles_.resize(static_cast<size_t>(host_.num_threads()));
   }

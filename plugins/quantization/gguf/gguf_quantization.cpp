@@ -48,7 +48,7 @@ namespace g = loom::sdk::gguf;
 constexpr int64_t kTile = 32;
 
 struct Options {
-  bool simd = true;  // "simd": "auto" (default) or "portable"
+  int simd = loom_quant::kSimdAuto;  // "simd": "auto" (default), "avx2" or "portable" (quant_plugin.hpp)
 };
 
 // Q2_K..Q6_K, IQ4_XS: the K-quant kernel set (gguf_kernels_kquant.hpp), Q8_K activations.
@@ -87,21 +87,26 @@ class GgufQuantization {
   }
 
   GgufQuantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
-      : host_(host), kernels_(loom_gguf::select_kernels(opt.simd)) {
+      : host_(host), kernels_(loom_gguf::select_kernels(opt.simd != loom_quant::kSimdPortable)) {
     loom_quant::require_cpu(args, kName);
 #ifdef LOOM_GGUF_HAVE_AVX2
     if (kernels_.name == std::string("avx2")) {
       // Same layout and bits either way; VNNI forms each block's sums in fewer instructions.
-      const bool vnni = loom_gguf::cpu_has_avx512_vnni();
+      const bool avx512 = opt.simd == loom_quant::kSimdAuto;
+      const bool vnni = avx512 && loom_gguf::cpu_has_avx512_vnni();
       q4_0_x8_ = vnni ? loom_gguf::vnni_q4_0_x8_kernel() : loom_gguf::avx2_q4_0_x8_kernel();
       q8_0_x8_ = vnni ? loom_gguf::vnni_q8_0_x8_kernel() : loom_gguf::avx2_q8_0_x8_kernel();
       legacy_x8_ = vnni ? loom_gguf::vnni_legacy_x8_kernels() : loom_gguf::avx2_legacy_x8_kernels();
       // Every K-quant is repacked, so the file-layout K-quant sets run only without AVX2
       // (portable); the AVX-512 x8 set gives the AVX2 one's bits in fewer instructions.
-      kquant_x8_ = loom_gguf::cpu_has_avx512_kquant() ? loom_gguf::avx512_kquant_x8_kernels()
-                                                      : loom_gguf::avx2_kquant_x8_kernels();
+      const bool kquant512 = avx512 && loom_gguf::cpu_has_avx512_kquant();
+      kquant_x8_ = kquant512 ? loom_gguf::avx512_kquant_x8_kernels() : loom_gguf::avx2_kquant_x8_kernels();
+      host_.log(LOOM_LOG_INFO, "quantization gguf: AVX2 kernels; 32-value blocks ", vnni ? "with AVX512-VNNI" : "AVX2",
+                ", K-quants ", kquant512 ? "AVX-512" : "AVX2",
+                opt.simd == loom_quant::kSimdAvx2 ? " (simd = \"avx2\": no AVX-512)" : "");
     }
 #endif
+    if (kernels_.name != std::string("avx2")) host_.log(LOOM_LOG_INFO, "quantization gguf: portable kernels");
   }
 
   // The block formats are this plugin's own; f32/f16/bf16 it reads as stored on a plain path

@@ -41,7 +41,7 @@ class Int4Quantization {
  public:
   static constexpr const char* kName = "int4";
   struct Options {
-    bool simd = true;
+    int simd = loom_quant::kSimdAuto;  // "simd" (quant_plugin.hpp); no AVX-512 kernels here
     int64_t group_size = RowQuant{}.group;
     bool zero_point = RowQuant{}.zero_point;
     bool scale_search = RowQuant{}.scale_search;
@@ -62,7 +62,7 @@ class Int4Quantization {
 
   Int4Quantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
       : host_(host), opt_(opt), rows_{opt.group_size, opt.zero_point, opt.scale_search},
-        kernels_(select_kernels(opt.simd)) {
+        kernels_(select_kernels(opt.simd != loom_quant::kSimdPortable)) {
     loom_quant::require_cpu(args, kName);
     float_kernels_ = {nullptr, dequant_stored, kernels_.tile_f32, kernels_.name};
     tiles_.resize(static_cast<size_t>(host_.num_threads()));

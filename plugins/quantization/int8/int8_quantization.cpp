@@ -37,7 +37,7 @@ class Int8Quantization {
  public:
   static constexpr const char* kName = "int8";
   struct Options {
-    bool simd = true;
+    int simd = loom_quant::kSimdAuto;  // "simd" (quant_plugin.hpp); no AVX-512 kernels here
     bool w8a8 = false;
     float alpha = 0.5f;
   };
@@ -59,7 +59,7 @@ class Int8Quantization {
   }
 
   Int8Quantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
-      : host_(host), opt_(opt), kernels_(select_kernels(opt.simd)) {
+      : host_(host), opt_(opt), kernels_(select_kernels(opt.simd != loom_quant::kSimdPortable)) {
     loom_quant::require_cpu(args, kName);
     const auto threads = static_cast<size_t>(host_.num_threads());
     tiles_.resize(threads);

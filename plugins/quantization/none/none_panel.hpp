@@ -138,7 +138,8 @@ struct PanelKernels {
   int64_t prefill_rows = kPrefillRows;  // from this many rows on, the shared prefill (with threads)
 };
 
-// The fastest kernel this CPU runs, or the portable one when allow_simd is false.
-PanelKernels select_panel_kernels(bool allow_simd);
+// The fastest kernel this CPU runs (no AVX-512 one unless allow_avx512), or the portable one when
+// allow_simd is false.
+PanelKernels select_panel_kernels(bool allow_simd, bool allow_avx512);
 
 }  // namespace loom_none

@@ -82,14 +82,15 @@ void panel_gemm_portable(const PanelView& w, int64_t p_begin, int64_t p_end, con
   }
 }
 
-PanelKernels select_panel_kernels(bool allow_simd) {
+PanelKernels select_panel_kernels(bool allow_simd, bool allow_avx512) {
 #ifdef LOOM_NONE_HAVE_AVX2
-  if (allow_simd && cpu_has_avx512f())
+  if (allow_simd && allow_avx512 && cpu_has_avx512f())
     return PanelKernels{panel_gemm_avx512, "avx512f", pack_x_avx2, packed_gemm_avx512, kDecodeRowsAvx512 + 1};
   if (allow_simd && cpu_has_avx2_fma_f16c())
     return PanelKernels{panel_gemm_avx2, "avx2+fma", pack_x_avx2, packed_gemm_avx2};
 #else
   (void)allow_simd;
+  (void)allow_avx512;
 #endif
   return PanelKernels{panel_gemm_portable, "portable"};
 }

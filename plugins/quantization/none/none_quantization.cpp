@@ -44,7 +44,7 @@ using loom_none::kPanel;
 constexpr int64_t kShareAlign = 4;
 
 struct Options {
-  bool simd = true;   // "simd": "auto" (default: the fastest kernel the CPU runs) or "portable"
+  int simd = loom_quant::kSimdAuto;  // "simd": "auto" (default), "avx2" or "portable" (quant_plugin.hpp)
   bool bf16 = false;  // "compute": "exact" (default) or "bf16" (none_bf16.hpp)
 };
 
@@ -53,7 +53,7 @@ struct Options {
 loom_none::PanelKernels choose_kernels(const loom::sdk::Host& host, const Options& opt, bool& bf16) {
   bf16 = false;
 #ifdef LOOM_NONE_HAVE_AVX2
-  if (opt.bf16 && opt.simd && loom_none::cpu_has_avx512_bf16()) {
+  if (opt.bf16 && opt.simd == loom_quant::kSimdAuto && loom_none::cpu_has_avx512_bf16()) {
     bf16 = true;
     host.log(LOOM_LOG_INFO, "quantization none: compute bf16: weights rounded to bfloat16 at load, activations per "
                             "linear, products summed in f32 by AVX512-BF16 vdpbf16ps (not the exact path's bits)");
@@ -61,10 +61,14 @@ loom_none::PanelKernels choose_kernels(const loom::sdk::Host& host, const Option
   }
 #endif
   if (opt.bf16)
-    host.log(LOOM_LOG_WARN, "quantization none: compute = \"bf16\" ", opt.simd ? "needs AVX512-BF16, which this CPU lacks"
-                                                                             : "needs simd = \"auto\"",
+    host.log(LOOM_LOG_WARN, "quantization none: compute = \"bf16\" ",
+             opt.simd == loom_quant::kSimdAuto ? "needs AVX512-BF16, which this CPU lacks" : "needs simd = \"auto\"",
              "; computing exactly instead");
-  return loom_none::select_panel_kernels(opt.simd);
+  loom_none::PanelKernels k =
+      loom_none::select_panel_kernels(opt.simd != loom_quant::kSimdPortable, opt.simd == loom_quant::kSimdAuto);
+  host.log(LOOM_LOG_INFO, "quantization none: ", k.name, " kernels",
+           opt.simd == loom_quant::kSimdAvx2 ? " (simd = \"avx2\": no AVX-512)" : "");
+  return k;
 }
 
 bool is_supported(loom_dtype t) {
