@@ -106,7 +106,7 @@ void decode(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, 
 // R x P: about 24 accumulators at most, leaving registers for P weight rows and a broadcast.
 // One row takes 2 panels, not 8: two FMA chains still read 16 bytes a cycle (more than a core's
 // share of memory), and 2 weight streams in flight where 8 were keep the DRAM reads sequential.
-// llama-1b f16, one sequence, 2 threads, 2-core Zen 4 VM: 11.2-14.7 -> 12.4-16.8 tok/s, the two
+// llama-1b f16, one sequence, 2 threads, 2-core Zen 4 VM: 9.4-14.7 -> 12.4-16.8 tok/s, the two
 // builds alternating over 7 rounds (each round faster with 2 panels).
 template <class Load>
 void gemm(const PanelView& w, int64_t p_begin, int64_t p_end, const float* x, int64_t xs, int64_t n, float* y,
