@@ -22,8 +22,11 @@ loom_status refuse_free(void*, uint64_t request_id, loom_error_buf* err) {
 
 }  // namespace
 
-CacheHandle::CacheHandle(const LoadedPlugin& cache)
-    : cache_(&cache), vtable_(&cache.vtable<loom_cache_vtable>()), scheduler_vtable_{} {
+CacheHandle::CacheHandle(const LoadedPlugin& cache, int32_t num_groups)
+    : cache_(&cache), vtable_(&cache.vtable<loom_cache_vtable>()), scheduler_vtable_{}, num_groups_(num_groups) {
+  LOOM_CHECK(num_groups == 1 || sdk::present(*vtable_, &loom_cache_vtable::group_block_table),
+             "plugin cache '" + cache.name() + "' was made with " + std::to_string(num_groups) +
+                 " block-table groups but has no group_block_table (cache interface 1.5)");
   // Reading fork/take_block_copies past a 1.0 plugin's shorter vtable would be out of bounds.
   const loom_cache_vtable& vt = *vtable_;
   can_fork_ = sdk::present(vt, &loom_cache_vtable::fork) && sdk::present(vt, &loom_cache_vtable::take_block_copies);
@@ -55,6 +58,13 @@ bool CacheHandle::fits(int32_t max_total_tokens, std::string& reason) const {
 std::span<const int32_t> CacheHandle::block_table(uint64_t request_id) const {
   loom_block_list blocks{};
   cache_->call("block_table", &loom_cache_vtable::block_table, request_id, &blocks);
+  return {blocks.ids, static_cast<size_t>(blocks.count)};
+}
+
+std::span<const int32_t> CacheHandle::group_block_table(uint64_t request_id, int32_t group) const {
+  if (num_groups_ == 1) return block_table(request_id);
+  loom_block_list blocks{};
+  cache_->call("group_block_table", &loom_cache_vtable::group_block_table, request_id, group, &blocks);
   return {blocks.ids, static_cast<size_t>(blocks.count)};
 }
 

@@ -18,7 +18,8 @@ namespace loom {
 
 class CacheHandle {
  public:
-  explicit CacheHandle(const LoadedPlugin& cache);
+  // num_groups: the block-table groups the cache was made with (cache interface 1.5; 1 = none).
+  explicit CacheHandle(const LoadedPlugin& cache, int32_t num_groups = 1);
 
   const std::string& name() const { return cache_->name(); }
   // The pool the cache asked for, read once when the handle is made (cache.h: layout is called
@@ -32,6 +33,10 @@ class CacheHandle {
   // The sequence's block ids in position order: a view into the cache, valid until its next
   // mutating call (allocate, append, commit, free, fork).
   std::span<const int32_t> block_table(uint64_t request_id) const;
+  // Block-table groups: how many tables each sequence holds, and one of them (a view like
+  // block_table's; group 0 is block_table). Entries a windowed group released are -1.
+  int32_t num_groups() const { return num_groups_; }
+  std::span<const int32_t> group_block_table(uint64_t request_id, int32_t group) const;
   void free(uint64_t request_id) const;
   void commit(const loom_request_view& view) const;
   // Interface 1.1 fork and take_block_copies, checked against the vtable's struct_size.
@@ -76,6 +81,7 @@ class CacheHandle {
   bool can_fork_ = false;
   bool can_trim_ = false;
   bool reports_evictions_ = false;
+  int32_t num_groups_ = 1;
 };
 
 class SchedulerHandle {

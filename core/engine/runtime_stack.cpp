@@ -116,20 +116,64 @@ RuntimeStack::RuntimeStack(const Config& config)
                   e.code());
     }
   };
-  loom_cache_create_args cache_args{};
-  cache_args.struct_size = sizeof(cache_args);
-  cache_args.n_layers = hparams.n_layers;
-  cache_args.n_kv_heads = hparams.n_kv_heads;
-  cache_args.head_dim = hparams.head_dim;
-  cache_args.kv_dtype = kv_dtype;
-  cache_args.bytes_per_token = KvPool::bytes_per_token(hparams.n_layers, hparams.n_kv_heads, hparams.head_dim, kv_dtype);
-  cache_args.max_model_len = max_model_len;
-  cache_args.bytes_per_block_extra = KvPool::scale_bytes_per_block(hparams.n_layers, hparams.n_kv_heads, kv_dtype);
-  cache_ = refusing_kv_dtype([&] { return host_->create(spec_of(LOOM_KIND_CACHE, config.cache), &cache_args); });
-  cache_handle_ = std::make_unique<CacheHandle>(*cache_);
+  // Block-table groups (kv_groups.hpp): a hybrid sliding-window model's local layers keep only
+  // their window's blocks, where the cache holds one table per group. A cache_offload tier moves
+  // a request's blocks through one table (swap, spill), so with one every layer shares it.
+  kv_groups_ = KvGroups::single(hparams.n_layers);
+  if (hparams.has_windowed_layers()) {
+    std::vector<int32_t> windows;
+    for (int32_t l = 0; l < hparams.n_layers; ++l) windows.push_back(hparams.window_of(l));
+    if (config.cache_offload)
+      LOOM_LOG_INFO("KV cache: every layer keeps its blocks, windowed or not: [cache_offload] moves one block table "
+                    "per request");
+    else
+      kv_groups_ = KvGroups::for_windows(windows);
+  }
+  auto make_cache = [&]() {
+    loom_cache_create_args cache_args{};
+    cache_args.struct_size = sizeof(cache_args);
+    cache_args.n_layers = hparams.n_layers;
+    cache_args.n_kv_heads = hparams.n_kv_heads;
+    cache_args.head_dim = hparams.head_dim;
+    cache_args.kv_dtype = kv_dtype;
+    cache_args.bytes_per_token = KvPool::bytes_per_token(kv_groups_.slots, hparams.n_kv_heads, hparams.head_dim, kv_dtype);
+    cache_args.max_model_len = max_model_len;
+    cache_args.bytes_per_block_extra = KvPool::scale_bytes_per_block(kv_groups_.slots, hparams.n_kv_heads, kv_dtype);
+    cache_args.n_groups = kv_groups_.num_groups();
+    cache_args.group_windows = kv_groups_.windows.data();
+    return refusing_kv_dtype([&] { return host_->create(spec_of(LOOM_KIND_CACHE, config.cache), &cache_args); });
+  };
+  // A cache without group tables refuses groups (or, outside the SDK, lacks group_block_table):
+  // it is made again with one table for every layer.
+  auto one_table = [&](const std::string& why) {
+    LOOM_LOG_INFO("KV cache: cache '{}' has one block table per request, so windowed layers keep every block ({})",
+                  config.cache.plugin, why);
+    kv_groups_ = KvGroups::single(hparams.n_layers);
+  };
+  if (kv_groups_.num_groups() > 1) {
+    try {
+      cache_ = make_cache();
+      if (!sdk::present(cache_->vtable<loom_cache_vtable>(), &loom_cache_vtable::group_block_table)) {
+        cache_.reset();
+        one_table("no group_block_table, cache interface 1.5");
+      }
+    } catch (const Error& e) {
+      if (e.code() != LOOM_ERR_UNSUPPORTED) throw;
+      one_table("it refused block-table groups as unsupported");
+    }
+  }
+  if (!cache_) cache_ = make_cache();
+  if (kv_groups_.num_groups() > 1) {
+    std::string windows;
+    for (int32_t w : kv_groups_.windows) windows += (windows.empty() ? "" : ", ") + std::to_string(w);
+    LOOM_LOG_INFO("KV cache: {} block-table groups of {} layers, windows [{}] (0: full attention); windowed groups "
+                  "release blocks that leave the window",
+                  kv_groups_.num_groups(), kv_groups_.slots, windows);
+  }
+  cache_handle_ = std::make_unique<CacheHandle>(*cache_, kv_groups_.num_groups());
   const loom_cache_layout layout = cache_handle_->layout();
   KvPoolShape shape;
-  shape.n_layers = hparams.n_layers;
+  shape.n_layers = kv_groups_.slots;
   shape.num_blocks = layout.num_blocks;
   shape.block_size = layout.block_size;
   shape.n_kv_heads = hparams.n_kv_heads;
@@ -147,8 +191,8 @@ RuntimeStack::RuntimeStack(const Config& config)
                                   kv_dtype, layout.block_size);
   });
   executor_ = std::make_unique<ModelExecutor>(model->weights(), forward_.attention_ops(), forward_.quant_ops(), *kv_pool_,
-                                              *threads_);
-  batch_builder_ = std::make_unique<BatchBuilder>(layout.block_size);
+                                              *threads_, &kv_groups_);
+  batch_builder_ = std::make_unique<BatchBuilder>(layout.block_size, kv_groups_.num_groups());
 
   loom_scheduler_create_args sched_args{};
   sched_args.struct_size = sizeof(sched_args);

@@ -132,6 +132,7 @@ class RuntimeStack {
   std::unique_ptr<ThreadPool> threads_;
   std::unique_ptr<PluginHost> host_;
   std::unique_ptr<LoadedPlugin> cache_;
+  KvGroups kv_groups_;                         // the cache's block-table groups (its create args point in)
   std::unique_ptr<CacheHandle> cache_handle_;  // over cache_
   std::unique_ptr<KvPool> kv_pool_;
   ForwardPlugins forward_;

@@ -11,7 +11,7 @@ namespace {
 
 // The cache's table for a chunk of n tokens from start_pos must hold it in ids of the pool: a bad
 // id would have the forward pass write K/V outside the pool (or into another request's blocks).
-// Entries wholly before the chunk may be -1 (released, attention 1.2's windows).
+// Entries wholly before the chunk may be -1 (released by a windowed group, cache 1.5).
 void check_table(std::span<const int32_t> table, int32_t start_pos, int32_t n, int32_t block_size, int32_t num_blocks,
                  uint64_t id) {
   const int64_t needed = (static_cast<int64_t>(start_pos) + n + block_size - 1) / block_size;
@@ -63,6 +63,9 @@ void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& sw
   // No cache call mutates anything from here to the batch build: the table views stay valid,
   // and the builder copies each of them once into the flat batch.
   plan.batch.clear();
+  const auto groups = static_cast<size_t>(cache.num_groups());
+  plan.group_tables.clear();
+  if (groups > 1) plan.group_tables.reserve(plan.seqs.size() * groups);  // no reallocation: views point in
   kept = 0;
   for (const PlannedSeq& s : plan.seqs) {
     const RequestState& req = *s.request;
@@ -71,6 +74,15 @@ void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& sw
       seq.block_table = cache.block_table(req.id);
       check_table(seq.block_table, req.num_computed_tokens, s.num_new_tokens, cache.block_size(), cache.num_blocks(),
                   req.id);
+      if (groups > 1) {
+        const size_t first = plan.group_tables.size();
+        for (size_t g = 0; g < groups; ++g) {
+          const std::span<const int32_t> table = cache.group_block_table(req.id, static_cast<int32_t>(g));
+          check_table(table, req.num_computed_tokens, s.num_new_tokens, cache.block_size(), cache.num_blocks(), req.id);
+          plan.group_tables.push_back(table);
+        }
+        seq.group_tables = std::span<const std::span<const int32_t>>(plan.group_tables).subspan(first, groups);
+      }
     } catch (const std::exception& e) {
       plan.failed.emplace_back(req.id, e.what());
       continue;

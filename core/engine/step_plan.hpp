@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,9 @@ struct StepPlan {
   std::vector<std::pair<uint64_t, std::string>> rejected;  // id, reason
   std::vector<std::pair<uint64_t, std::string>> failed;    // id, error: prepare could not ready it
   std::vector<SeqSchedule> batch;        // [seqs.size()] after prepare
+  // [seqs.size(), num_groups] views of each sequence's group tables (block-table groups only;
+  // batch[i].group_tables points into it).
+  std::vector<std::span<const int32_t>> group_tables;
   int64_t num_scheduled_tokens = 0;      // the scheduler's chunks summed (restored tokens included)
 
   void clear() {
@@ -50,6 +54,7 @@ struct StepPlan {
     rejected.clear();
     failed.clear();
     batch.clear();
+    group_tables.clear();
     num_scheduled_tokens = 0;
   }
 };

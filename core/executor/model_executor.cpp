@@ -65,15 +65,16 @@ std::string layer_name(int32_t layer, const char* name) {
 }  // namespace
 
 ModelExecutor::ModelExecutor(const GgufFile& file, AttentionOps attention, QuantOps quant, KvPool& pool,
-                             ThreadPool& threads)
-    : ModelExecutor(load_llama_weights(file), attention, quant, pool, threads) {}
+                             ThreadPool& threads, const KvGroups* groups)
+    : ModelExecutor(load_llama_weights(file), attention, quant, pool, threads, groups) {}
 
 ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, QuantOps quant, KvPool& pool,
-                             ThreadPool& threads)
+                             ThreadPool& threads, const KvGroups* groups)
     : hp_(w.hparams),
       attn_(attention),
       quant_(quant),
       pool_(pool),
+      groups_(groups != nullptr ? *groups : KvGroups::single(w.hparams.n_layers)),
       threads_(threads),
       rope_(w.hparams.head_dim, llama_rope_inv_freq(w.hparams), w.hparams.rope_style == RopeStyle::kNeox,
             rope_attention_factor(w.hparams.rope_scaling)),
@@ -90,11 +91,14 @@ ModelExecutor::ModelExecutor(const LlamaWeights& w, AttentionOps attention, Quan
   if (quant_.vt == nullptr || quant_.vt->linear == nullptr || quant_.vt->prepare_weight == nullptr)
     throw Error("model executor: no quantization plugin");
   const KvPoolShape& ps = pool.shape();
-  if (ps.n_layers != hp_.n_layers || ps.n_kv_heads != hp_.n_kv_heads || ps.head_dim != hp_.head_dim)
+  if (ps.n_layers != groups_.slots || ps.n_kv_heads != hp_.n_kv_heads || ps.head_dim != hp_.head_dim)
     throw Error("model executor: the KV pool has " + std::to_string(ps.n_layers) + " layers x " +
                 std::to_string(ps.n_kv_heads) + " kv heads x " + std::to_string(ps.head_dim) +
-                " head_dim but the model needs " + std::to_string(hp_.n_layers) + " x " +
+                " head_dim but the model needs " + std::to_string(groups_.slots) + " x " +
                 std::to_string(hp_.n_kv_heads) + " x " + std::to_string(hp_.head_dim));
+  if (groups_.n_layers() != hp_.n_layers)
+    throw Error("model executor: KV groups for " + std::to_string(groups_.n_layers()) + " layers, but the model has " +
+                std::to_string(hp_.n_layers));
   try {
     for (int32_t l = 0; l < hp_.n_layers; ++l) {
       const LlamaLayerWeights& lw = w.layers[static_cast<size_t>(l)];
@@ -277,7 +281,12 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
 
   cpu::embedding(token_embd_, batch.token_ids, x, pool);
   if (hp_.embed_scale != 1.0f) cpu::scale_inplace(x, hp_.embed_scale, T * dim, pool);  // Gemma: x sqrt(dim)
-  const loom_attention_batch ab = batch.attention();
+  if (batch.num_groups != groups_.num_groups())
+    throw Error("model executor: the batch has " + std::to_string(batch.num_groups) + " block-table groups, the KV "
+                "pool " + std::to_string(groups_.num_groups()));
+  std::vector<loom_attention_batch>& group_batches = group_batches_;
+  group_batches.clear();
+  for (int32_t g = 0; g < batch.num_groups; ++g) group_batches.push_back(batch.attention(g));
   const loom_tensor_view qv = f32_view(q, {T, H, D});
   const loom_tensor_view kv = f32_view(k, {T, KVH, D});
   const loom_tensor_view vv = f32_view(v, {T, KVH, D});
@@ -313,13 +322,16 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
     loom_error_buf eb = err.buf();
     loom_status s;
     if (!fused_rope_k) rot.apply(k, T, KVH, KVH * D, batch.positions.data(), pool);
+    const loom_attention_batch& ab = group_batches[static_cast<size_t>(groups_.group_of[static_cast<size_t>(l)])];
+    loom_tensor_view& k_pool = pool_.k(groups_.slot_of[static_cast<size_t>(l)]);
+    loom_tensor_view& v_pool = pool_.v(groups_.slot_of[static_cast<size_t>(l)]);
     if (L.window > 0 && has_window) {  // a local layer: attention 1.2's sliding window
-      s = attn_.vt->forward_window(attn_.self, &ab, L.window, fused_rope_k ? &rope : nullptr, &qv, &kv, &vv,
-                                   &pool_.k(l), &pool_.v(l), &ov, &eb);
+      s = attn_.vt->forward_window(attn_.self, &ab, L.window, fused_rope_k ? &rope : nullptr, &qv, &kv, &vv, &k_pool,
+                                   &v_pool, &ov, &eb);
     } else if (fused_rope_k) {  // the plugin rotates each K row as it writes it to the pool
-      s = attn_.vt->forward_rope_k(attn_.self, &ab, &rope, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
+      s = attn_.vt->forward_rope_k(attn_.self, &ab, &rope, &qv, &kv, &vv, &k_pool, &v_pool, &ov, &eb);
     } else {
-      s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &pool_.k(l), &pool_.v(l), &ov, &eb);
+      s = attn_.vt->forward(attn_.self, &ab, &qv, &kv, &vv, &k_pool, &v_pool, &ov, &eb);
     }
     if (s != LOOM_OK) throw Error("attention plugin forward failed at layer " + std::to_string(l) + ": " + err.str(), s);
 

@@ -17,6 +17,7 @@
 #include "core/executor/batch_builder.hpp"
 #include "core/executor/expert_routing.hpp"
 #include "core/executor/kernels/cpu/rope.hpp"
+#include "core/executor/kv_groups.hpp"
 #include "core/executor/kv_pool.hpp"
 #include "core/executor/micro_batch.hpp"
 #include "core/executor/llama_model.hpp"
@@ -40,10 +41,13 @@ class ModelExecutor {
  public:
   // Reads the model from `file` (which must outlive the executor: f32 weights are used in place)
   // and prepares every weight through the quantization plugin. `pool` must have the model's
-  // layers, KV heads and head size. Throws loom::Error naming the tensor or setting at fault.
-  ModelExecutor(const GgufFile& file, AttentionOps attention, QuantOps quant, KvPool& pool, ThreadPool& threads);
+  // KV heads and head size, and `groups`' slots (the model's layers without groups: nullptr);
+  // layer l reads the batch's tables of groups->group_of[l] and pool slot groups->slot_of[l].
+  // Throws loom::Error naming the tensor or setting at fault.
+  ModelExecutor(const GgufFile& file, AttentionOps attention, QuantOps quant, KvPool& pool, ThreadPool& threads,
+                const KvGroups* groups = nullptr);
   ModelExecutor(const LlamaWeights& weights, AttentionOps attention, QuantOps quant, KvPool& pool,
-                ThreadPool& threads);
+                ThreadPool& threads, const KvGroups* groups = nullptr);
   ~ModelExecutor();
   ModelExecutor(const ModelExecutor&) = delete;
   ModelExecutor& operator=(const ModelExecutor&) = delete;
@@ -118,6 +122,8 @@ class ModelExecutor {
   AttentionOps attn_;
   QuantOps quant_;
   KvPool& pool_;
+  KvGroups groups_;
+  std::vector<loom_attention_batch> group_batches_;  // [num_groups] the step's batch per group
   ThreadPool& threads_;
   cpu::RotaryEmbedding rope_;
   cpu::RotaryEmbedding rope_local_;  // windowed layers' RoPE (their own base); rope_ when none

@@ -59,10 +59,14 @@ const std::vector<KindInfo>& all_kinds() {
            {1, LOOM_SIZE_THROUGH(loom_cache_vtable, take_block_copies),
             offsetof(loom_cache_create_args, bytes_per_block_extra)},
            {2, LOOM_SIZE_THROUGH(loom_cache_vtable, take_block_copies),
-            sizeof(loom_cache_create_args)},                                    // + bytes_per_block_extra
-           {3, LOOM_SIZE_THROUGH(loom_cache_vtable, trim), sizeof(loom_cache_create_args)},  // + trim
+            LOOM_SIZE_THROUGH(loom_cache_create_args, bytes_per_block_extra)},  // + bytes_per_block_extra
+           {3, LOOM_SIZE_THROUGH(loom_cache_vtable, trim),
+            LOOM_SIZE_THROUGH(loom_cache_create_args, bytes_per_block_extra)},  // + trim
            // + take_evicted, block_hashes, evict_cached (prefix spill and restore through the tiers)
-           {4, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},
+           {4, LOOM_SIZE_THROUGH(loom_cache_vtable, evict_cached),
+            LOOM_SIZE_THROUGH(loom_cache_create_args, bytes_per_block_extra)},
+           // + group_block_table; the create args + n_groups, group_windows (block-table groups)
+           {5, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},
        }},
       {LOOM_KIND_CACHE_OFFLOAD, "cache_offload", LOOM_CACHE_OFFLOAD_IFACE_MAJOR, LOOM_CACHE_OFFLOAD_IFACE_MINOR,
        {

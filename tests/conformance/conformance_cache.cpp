@@ -9,6 +9,7 @@
 
 #include "core/common/thread_pool.hpp"
 #include "loom/cache.h"
+#include "tests/conformance/cache_request.hpp"
 #include "tests/conformance/conformance_support.hpp"
 
 namespace loom {
@@ -20,23 +21,7 @@ class CacheConformance : public ::testing::TestWithParam<std::string> {
   PluginHost host_{threads_, {}};
 };
 
-struct Seq {
-  uint64_t id;
-  std::vector<int32_t> tokens;
-  int32_t computed;
-  int32_t max_total;
-  loom_request_view view() const {
-    loom_request_view v{};
-    v.struct_size = sizeof(v);
-    v.request_id = id;
-    v.token_ids = tokens.data();
-    v.num_tokens = static_cast<int32_t>(tokens.size());
-    v.num_prompt_tokens = v.num_tokens;
-    v.num_computed_tokens = computed;
-    v.max_total_tokens = max_total;
-    return v;
-  }
-};
+using Seq = conformance::CacheRequest;
 
 TEST_P(CacheConformance, ScriptedSequence) {
   loom_cache_create_args a{};

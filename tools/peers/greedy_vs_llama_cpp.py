@@ -14,6 +14,10 @@ whose piece Loom's detokenizer skips, by --eos-id/--eos-piece).
 the other one, under the same rule): how far the rule's figures move from numerics alone. The server
 is still used for the template and the tokenizer.
 
+--long-text FILE --long-tokens N adds one raw prompt of FILE's first N tokens (a sliding-window
+model's long context), and reads the server's /metrics while a streamed request on it decodes:
+the KV blocks in use against what every layer keeping its blocks would hold.
+
 Gemma 3 270M (tools/fetch-gemma3.sh; its GGUF has no chat template, so the server gets Gemma's
 turn format from tools/peers/gemma3_chat.jinja; EOS is <eos>, id 1):
   loom-server gemma-3-270m-q4_k_m.gguf --port 8080 --chat-template tools/peers/gemma3_chat.jinja
@@ -39,6 +43,8 @@ def main():
     ap.add_argument("--eos-id", type=int, default=2)
     ap.add_argument("--eos-piece", default="<|im_end|>")
     ap.add_argument("--self-flash-attn", choices=["on", "off"])
+    ap.add_argument("--long-text")
+    ap.add_argument("--long-tokens", type=int, default=2000)
     args = ap.parse_args()
 
     def post(path, body):
@@ -58,9 +64,16 @@ def main():
     # Chat prompts through the server's own template, raw ones as they are.
     prompts = [("chat", post("/apply-template", {"messages": [{"role": "user", "content": q}]})["prompt"]) for q in CHAT]
     prompts += [("raw", p) for p in RAW]
+    if args.long_text:
+        with open(args.long_text, encoding="utf-8") as f:
+            ids = post("/tokenize", {"prompt": f.read()})["tokens"][:args.long_tokens]
+        if len(ids) < args.long_tokens:
+            raise SystemExit(f"{args.long_text} holds only {len(ids)} tokens")
+        prompts.append(("long", ids))
+        kv_while_decoding(args.port, ids)
     close_n = same_n = 0
     for kind, text in prompts:
-        ids = post("/tokenize", {"prompt": text})["tokens"]
+        ids = text if isinstance(text, list) else post("/tokenize", {"prompt": text})["tokens"]
         ref = oracle(ids)
         if args.self_flash_attn:
             other = oracle(ids, args.self_flash_attn)
@@ -82,6 +95,35 @@ def main():
         same_n += same
         print(f"{kind:4} close={close} identical16={same} first_diff={first_diff} loom={''.join(toks[:12])!r}")
     print(f"check_logprobs_close: {close_n}/{len(prompts)}; identical over 16 tokens: {same_n}/{len(prompts)}")
+
+
+def metrics(port):
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics").read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name.split("{")[0]] = float(value)
+    return out
+
+
+def kv_while_decoding(port, ids, after=8):
+    """Streams a completion of ids and reads /metrics once `after` tokens have arrived."""
+    body = json.dumps({"prompt": ids, "max_tokens": 64, "temperature": 0, "ignore_eos": True,
+                       "stream": True}).encode()
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/completions", body,
+                                 {"Content-Type": "application/json"})
+    seen = 0
+    with urllib.request.urlopen(req) as stream:
+        for line in stream:
+            if line.startswith(b"data: {"):
+                seen += 1
+                if seen == after:
+                    m = metrics(port)
+                    break
+    print(f"long prompt of {len(ids)} tokens, decoding: kv_cache_used_blocks={m['loom:kv_cache_used_blocks']:.0f} "
+          f"of {m['loom:kv_cache_total_blocks']:.0f} (usage {100 * m['loom:kv_cache_usage_perc']:.1f}%), "
+          f"num_seqs={m['loom:kv_cache_num_seqs']:.0f}")
 
 
 if __name__ == "__main__":

@@ -23,17 +23,6 @@ int main(int argc, char** argv) {
   llama_backend_init();
   llama_model* model = llama_model_load_from_file(argv[1], llama_model_default_params());
   if (model == nullptr) return 1;
-  llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = 1024;
-  cp.n_batch = 1024;
-  cp.n_threads = 2;
-  if (argc == 5) {
-    const std::string fa = argv[4];
-    cp.flash_attn_type = fa == "on" ? LLAMA_FLASH_ATTN_TYPE_ENABLED
-                         : fa == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
-                                       : LLAMA_FLASH_ATTN_TYPE_AUTO;
-  }
-  llama_context* ctx = llama_init_from_model(model, cp);
   std::vector<llama_token> prompt;
   const std::string ids = argv[2];
   for (size_t p = 0; p < ids.size();) {
@@ -42,6 +31,18 @@ int main(int argc, char** argv) {
     prompt.push_back(std::atoi(ids.substr(p, q - p).c_str()));
     p = q + 1;
   }
+  // Room for the prompt and every step, the prompt in one batch (long prompts: sliding windows).
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = static_cast<uint32_t>(std::max<size_t>(1024, prompt.size() + std::atoi(argv[3]) + 16));
+  cp.n_batch = cp.n_ctx;
+  cp.n_threads = 2;
+  if (argc == 5) {
+    const std::string fa = argv[4];
+    cp.flash_attn_type = fa == "on" ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                         : fa == "off" ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                       : LLAMA_FLASH_ATTN_TYPE_AUTO;
+  }
+  llama_context* ctx = llama_init_from_model(model, cp);
   const llama_vocab* vocab = llama_model_get_vocab(model);
   const int n_vocab = llama_vocab_n_tokens(vocab);
   std::vector<int> order(static_cast<size_t>(n_vocab));

@@ -4,10 +4,17 @@
 // a block still shared gets a fresh one in its table plus a queued copy old -> new. Only the
 // prefix cache behind the tables differs, so that stays in each cache.
 //
-// SeqBlocks is a CRTP base. Seq must have `std::vector<int32_t> blocks` and `int32_t forked`
-// (>= 0: made by fork, not yet allocated; shares this many tokens). Cache must provide (the
-// base is its friend): kLabel ("cache paged"), block_size_, pool_ (refcount / take / release /
-// counts), stats_ (block_cache::PrefixStats),
+// Block-table groups (interface 1.5): a sequence may hold one table per group, all from the one
+// pool; a group with a sliding window releases the blocks wholly before the window of the next
+// token it computes (entry -1) whenever room is made, and everything else (room, copy-on-write,
+// trim) acts on every table.
+//
+// SeqBlocks is a CRTP base. Seq must have `int32_t forked` (>= 0: made by fork, not yet
+// allocated; shares this many tokens). Cache must provide (the base is its friend): kLabel
+// ("cache paged"), block_size_, pool_ (refcount / take / release / counts), stats_
+// (block_cache::PrefixStats), static tables(seq) (a span of the sequence's
+// std::vector<int32_t> tables, group 0 first, const and not), num_tables() (how many a sequence
+// holds), window_of(group) (0: none),
 // available() (free + evictable blocks), make_free(n) (makes n blocks free before they are
 // taken, or nothing where take() evicts by itself), first_writable(seq) (table index below
 // which blocks hold committed tokens that are never written) and committed_blocks(seq) (how many
@@ -17,6 +24,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,9 +49,10 @@ class SeqBlocks {
 
   loom_cache_layout layout() const { return {sizeof(loom_cache_layout), num_blocks(), block_size()}; }
 
-  // Whether a request of max_total_tokens could ever fit in the whole, empty pool.
+  // Whether a request of max_total_tokens could ever fit in the whole, empty pool: with several
+  // tables, in its share (a prompt prefilled at once fills even a windowed group's table).
   sdk::Verdict fits(int32_t max_total_tokens) const {
-    return kv_pool_config::pool_fits(max_total_tokens, num_blocks(), block_size());
+    return kv_pool_config::pool_fits(max_total_tokens, num_blocks() / self().num_tables(), block_size());
   }
 
   loom_block_copy_list take_block_copies() { return copies_.take(); }
@@ -59,11 +68,7 @@ class SeqBlocks {
     self().stats_.write(out);
   }
 
-  loom_block_list block_table(uint64_t request_id) const {
-    const auto it = seqs_.find(request_id);
-    if (it == seqs_.end()) throw_not_held(request_id);
-    return loom_block_list{it->second.blocks.data(), static_cast<int32_t>(it->second.blocks.size())};
-  }
+  loom_block_list block_table(uint64_t request_id) const { return table_of(request_id, 0); }
 
   void append(const loom_request_view& req, int32_t num_new_tokens) {
     Seq& seq = find(req.request_id);
@@ -83,9 +88,11 @@ class SeqBlocks {
       throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": cannot trim request " + std::to_string(req.request_id) +
                                                       " to " + std::to_string(num_tokens) +
                                                       " tokens: below its committed blocks, or a fork not yet allocated");
-    while (static_cast<int32_t>(seq.blocks.size()) > keep) {
-      self().pool_.release(seq.blocks.back());
-      seq.blocks.pop_back();
+    for (std::vector<int32_t>& table : Cache::tables(seq)) {
+      while (static_cast<int32_t>(table.size()) > keep) {
+        if (table.back() >= 0) self().pool_.release(table.back());
+        table.pop_back();
+      }
     }
   }
 
@@ -101,7 +108,9 @@ class SeqBlocks {
   std::optional<bool> held_can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
     const auto it = seqs_.find(req.request_id);
     if (it == seqs_.end()) return std::nullopt;
-    return blocks_short(it->second, write_start(it->second, req), room(req, num_new_tokens)) <= self().available();
+    const int64_t start = write_start(it->second, req);
+    return blocks_short(it->second, start, room(req, num_new_tokens)) - releasable(it->second, start) <=
+           self().available();
   }
 
   // allocate for a request that already holds a table: a forked child gets its own blocks for
@@ -126,6 +135,18 @@ class SeqBlocks {
       throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT,
                        label() + ": fork child " + std::to_string(child_id) + " already holds blocks");
     return from;
+  }
+
+  // One group's table of a held sequence (group 0: block_table's).
+  loom_block_list table_of(uint64_t request_id, int32_t group) const {
+    const auto it = seqs_.find(request_id);
+    if (it == seqs_.end()) throw_not_held(request_id);
+    const auto tables = Cache::tables(it->second);
+    if (group < 0 || static_cast<size_t>(group) >= tables.size())
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": group " + std::to_string(group) + " is outside the " +
+                                                      std::to_string(tables.size()) + " block-table groups");
+    const std::vector<int32_t>& t = tables[static_cast<size_t>(group)];
+    return loom_block_list{t.data(), static_cast<int32_t>(t.size())};
   }
 
   Seq& find(uint64_t request_id) {
@@ -159,6 +180,39 @@ class SeqBlocks {
   Cache& self() { return static_cast<Cache&>(*this); }
   static std::string label() { return Cache::kLabel; }
 
+  // Leading blocks of a group's table that no query from position `start` on reads: those wholly
+  // before start - window + 1 (none without a window).
+  int32_t out_of_window(size_t group, int64_t start) const {
+    const int32_t window = self().window_of(static_cast<int32_t>(group));
+    if (window <= 0) return 0;
+    return static_cast<int32_t>(std::max<int64_t>(0, start - window + 1) / self().block_size_);
+  }
+
+  // Blocks a write from `start` would release and so make available: held entries out of their
+  // window that no other table shares.
+  int32_t releasable(const Seq& seq, int64_t start) const {
+    int32_t n = 0;
+    const auto tables = Cache::tables(seq);
+    for (size_t g = 0; g < tables.size(); ++g) {
+      const size_t end = std::min(static_cast<size_t>(out_of_window(g, start)), tables[g].size());
+      for (size_t i = 0; i < end; ++i) n += tables[g][i] >= 0 && self().pool_.refcount(tables[g][i]) == 1 ? 1 : 0;
+    }
+    return n;
+  }
+
+  // Releases every group's blocks out of the window of a write from `start`.
+  void release_out_of_window(Seq& seq, int64_t start) {
+    auto tables = Cache::tables(seq);
+    for (size_t g = 0; g < tables.size(); ++g) {
+      const size_t end = std::min(static_cast<size_t>(out_of_window(g, start)), tables[g].size());
+      for (size_t i = 0; i < end; ++i) {
+        if (tables[g][i] < 0) continue;
+        self().pool_.release(tables[g][i]);
+        tables[g][i] = -1;
+      }
+    }
+  }
+
   [[noreturn]] static void throw_not_held(uint64_t request_id) {
     throw sdk::Error(LOOM_ERR_NOT_FOUND, label() + ": request " + std::to_string(request_id) + " holds no blocks");
   }
@@ -168,42 +222,52 @@ class SeqBlocks {
     return seq.forked >= 0 ? seq.forked : req.num_computed_tokens;
   }
 
-  // Table indices of the blocks a write of tokens [start, end) touches that another table also
-  // holds: each needs a fresh block and a copy before it is written.
-  std::vector<size_t> shared_written(const Seq& seq, int64_t start, int64_t end) const {
+  // Indices in one of seq's tables of the blocks a write of tokens [start, end) touches that
+  // another table also holds: each needs a fresh block and a copy before it is written.
+  std::vector<size_t> shared_written(const Seq& seq, const std::vector<int32_t>& table, int64_t start,
+                                     int64_t end) const {
     std::vector<size_t> out;
     const size_t first = std::max(static_cast<size_t>(std::max<int64_t>(start, 0) / self().block_size_),
                                   self().first_writable(seq));
-    const size_t last = std::min(static_cast<size_t>(blocks_for_tokens(end)), seq.blocks.size());
+    const size_t last = std::min(static_cast<size_t>(blocks_for_tokens(end)), table.size());
     for (size_t i = first; i < last; ++i)
-      if (self().pool_.refcount(seq.blocks[i]) > 1) out.push_back(i);
+      if (table[i] >= 0 && self().pool_.refcount(table[i]) > 1) out.push_back(i);
     return out;
   }
 
-  // Blocks seq must take to write tokens [start, end): growth plus copy-on-write.
+  // Blocks seq must take to write tokens [start, end), over all its tables: growth plus
+  // copy-on-write.
   int32_t blocks_short(const Seq& seq, int64_t start, int64_t end) const {
-    const int32_t grow = std::max(0, blocks_for_tokens(end) - static_cast<int32_t>(seq.blocks.size()));
-    return grow + static_cast<int32_t>(shared_written(seq, start, end).size());
+    int32_t n = 0;
+    for (const std::vector<int32_t>& table : Cache::tables(seq)) {
+      n += std::max(0, blocks_for_tokens(end) - static_cast<int32_t>(table.size()));
+      n += static_cast<int32_t>(shared_written(seq, table, start, end).size());
+    }
+    return n;
   }
 
   // Gives seq its own blocks for tokens [start, end): copies of shared ones, then new ones at the
   // end. LOOM_ERR_OUT_OF_MEMORY (state unchanged) when the free and evictable blocks are short.
+  // Windowed groups first release what falls out of their windows (which counts as available).
   void make_room(Seq& seq, uint64_t id, int64_t start, int64_t end) {
-    const int32_t extra = blocks_short(seq, start, end);
+    const int32_t extra = blocks_short(seq, start, end) - releasable(seq, start);
     if (extra > self().available())
       throw sdk::Error(LOOM_ERR_OUT_OF_MEMORY, label() + ": request " + std::to_string(id) + " needs " +
                                                    std::to_string(extra) + " more blocks, " +
                                                    std::to_string(self().available()) + " free or evictable");
-    self().make_free(extra);
+    release_out_of_window(seq, start);
+    self().make_free(blocks_short(seq, start, end));
     auto& pool = self().pool_;
-    for (size_t i : shared_written(seq, start, end)) {
-      const int32_t old = seq.blocks[i];
-      const int32_t copy = pool.take();  // old is referenced: take() cannot evict it
-      copies_.push(old, copy);
-      pool.release(old);  // still held by the other table
-      seq.blocks[i] = copy;
+    for (std::vector<int32_t>& table : Cache::tables(seq)) {
+      for (size_t i : shared_written(seq, table, start, end)) {
+        const int32_t old = table[i];
+        const int32_t copy = pool.take();  // old is referenced: take() cannot evict it
+        copies_.push(old, copy);
+        pool.release(old);  // still held by the other table
+        table[i] = copy;
+      }
+      while (static_cast<int32_t>(table.size()) < blocks_for_tokens(end)) table.push_back(pool.take());
     }
-    while (static_cast<int32_t>(seq.blocks.size()) < blocks_for_tokens(end)) seq.blocks.push_back(pool.take());
   }
 
   // A forked child's allocate: its shared tokens are the cached ones. Not a prefix lookup, so

@@ -15,6 +15,11 @@
 // cached). Whoever first writes into a block that is still shared gets a fresh block in its table
 // and a queued copy old -> new (take_block_copies); the other holder keeps the old block.
 //
+// Block-table groups (interface 1.5): with n_groups > 1 each sequence holds one table per group
+// (seq_blocks.hpp releases a windowed group's blocks once they fall out of the window). Each
+// group registers and looks up its blocks under its own salt (its K/V are other layers'), and a
+// prefix is matched only as far as every group holds it.
+//
 // Miss counters: allocate (the commit point; match_prefix stays side-effect free) gives a
 // lookup's missed tokens one reason, from its first missed full block: evicted when the pool
 // recently evicted that hash, salt_mismatch when the same tokens are registered under another
@@ -40,10 +45,11 @@ namespace {
 using sdk::Error;
 
 struct Seq {
-  std::vector<int32_t> blocks;     // the block table
-  std::vector<uint64_t> hashes;    // chain hashes of the leading full blocks known to be computed
-  std::vector<uint64_t> contents;  // their content-only chain hashes (salt_mismatch misses)
-  int32_t forked = -1;             // >= 0: made by fork, not yet allocated; shares this many tokens
+  std::vector<std::vector<int32_t>> tables;    // [n_groups] the block tables, group 0 first
+  std::vector<std::vector<uint64_t>> hashes;   // [n_groups] chain hashes of the leading full blocks
+                                               // known to be computed
+  std::vector<std::vector<uint64_t>> contents;  // [n_groups] their content-only chain hashes
+  int32_t forked = -1;  // >= 0: made by fork, not yet allocated; shares this many tokens
 };
 
 class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
@@ -57,16 +63,21 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
         block_size_(cfg.block_size),
         prefix_caching_(cfg.enable_prefix_caching),
         check_invariants_(kv_pool_config::checks_invariants(cfg)),
+        windows_(group_windows(args)),
         pool_(pool_size(args, cfg)) {
     host_.info(num_blocks(), " blocks x ", block_size_, " tokens, prefix caching ", prefix_caching_ ? "on" : "off",
+               windows_.size() > 1 ? ", " + std::to_string(windows_.size()) + " block-table groups" : "",
                check_invariants_ ? ", invariants checked after every change" : "");
   }
+
+  // Interface 1.5: one group's table.
+  loom_block_list group_block_table(uint64_t request_id, int32_t group) const { return table_of(request_id, group); }
 
   // Leading tokens with registered K/V, leaving at least the last token to compute; for a forked
   // child not yet allocated, the tokens it shares with its parent.
   int32_t match_prefix(const loom_request_view& req) const {
     if (const int32_t forked = forked_tokens(req.request_id); forked >= 0) return forked;
-    return static_cast<int32_t>(match(req, req.num_tokens).size()) * block_size_;
+    return matched_blocks(match(req, req.num_tokens)) * block_size_;
   }
 
   bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
@@ -76,25 +87,28 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
 
   void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
     if (allocate_held(req, num_new_tokens, num_cached_tokens)) return;
-    const std::vector<Hit> hits = match(req, room(req, num_new_tokens));
+    const GroupHits hits = match(req, room(req, num_new_tokens));
     const int32_t short_by = extra_blocks(req, num_new_tokens, hits);
     if (short_by > 0)
       throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache paged: request " + std::to_string(req.request_id) + " needs " +
                                               std::to_string(short_by) + " more blocks than the " +
                                               std::to_string(pool_.num_available()) + " free or evictable");
-    Seq seq;
-    for (const Hit& h : hits) {  // before take(): a hit must not be evicted for the new blocks
-      pool_.acquire(h.block);
-      seq.blocks.push_back(h.block);
-      seq.hashes.push_back(h.hash);
-      seq.contents.push_back(h.content);
+    Seq seq = empty_seq();
+    for (size_t g = 0; g < hits.size(); ++g) {
+      for (const Hit& h : hits[g]) {  // before take(): a hit must not be evicted for the new blocks
+        if (h.block >= 0) pool_.acquire(h.block);
+        seq.tables[g].push_back(h.block);
+        seq.hashes[g].push_back(h.hash);
+        seq.contents[g].push_back(h.content);
+      }
     }
-    const block_cache::Miss why = prefix_caching_ ? miss_reason(req, room(req, num_new_tokens), hits)
+    const block_cache::Miss why = prefix_caching_ ? miss_reason(req, room(req, num_new_tokens), hits[0])
                                                   : block_cache::Miss::kNoMatch;
     const int32_t need = blocks_for(req, num_new_tokens);
-    while (static_cast<int32_t>(seq.blocks.size()) < need) seq.blocks.push_back(pool_.take());
+    for (std::vector<int32_t>& table : seq.tables)
+      while (static_cast<int32_t>(table.size()) < need) table.push_back(pool_.take());
     seqs_.emplace(req.request_id, std::move(seq));
-    const int32_t cached = static_cast<int32_t>(hits.size()) * block_size_;
+    const int32_t cached = matched_blocks(hits) * block_size_;
     if (prefix_caching_) {
       stats_.add(req.num_tokens, cached, why);
       if (cached > 0)
@@ -110,36 +124,46 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     const Seq& from = fork_source(parent, child_id);
     const int32_t tokens = parent.num_computed_tokens;
     const int32_t n = tokens >= 0 ? blocks_for_tokens(tokens) : -1;
-    if (n < 0 || n > static_cast<int32_t>(from.blocks.size()))
+    if (n < 0 || n > static_cast<int32_t>(from.tables[0].size()))
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: fork of request " + std::to_string(parent.request_id) +
                                                  ": num_computed_tokens " + std::to_string(tokens) + " is outside its " +
-                                                 std::to_string(from.blocks.size()) + " blocks");
-    Seq child;
-    child.blocks.assign(from.blocks.begin(), from.blocks.begin() + n);
-    const size_t registered = std::min(from.hashes.size(), static_cast<size_t>(tokens / block_size_));
-    child.hashes.assign(from.hashes.begin(), from.hashes.begin() + static_cast<std::ptrdiff_t>(registered));
-    child.contents.assign(from.contents.begin(), from.contents.begin() + static_cast<std::ptrdiff_t>(registered));
+                                                 std::to_string(from.tables[0].size()) + " blocks");
+    Seq child = empty_seq();
+    for (size_t g = 0; g < windows_.size(); ++g) {
+      child.tables[g].assign(from.tables[g].begin(), from.tables[g].begin() + n);
+      const size_t registered = std::min(from.hashes[g].size(), static_cast<size_t>(tokens / block_size_));
+      const auto r = static_cast<std::ptrdiff_t>(registered);
+      child.hashes[g].assign(from.hashes[g].begin(), from.hashes[g].begin() + r);
+      child.contents[g].assign(from.contents[g].begin(), from.contents[g].begin() + r);
+      for (int32_t b : child.tables[g])
+        if (b >= 0) pool_.acquire(b);
+    }
     child.forked = tokens;
-    for (int32_t b : child.blocks) pool_.acquire(b);
     seqs_.emplace(child_id, std::move(child));
   }
 
-  // Registers every full block the computed tokens now cover, extending the sequence's chain.
+  // Registers every full block the computed tokens now cover, extending each group's chain. A
+  // block a window released is past registering, but its hash still links the chain.
   void commit(const loom_request_view& req) {
     Seq& seq = find(req.request_id);
     if (!prefix_caching_ || req.token_ids == nullptr) return;
     const int32_t covered = std::min(req.num_computed_tokens, req.num_tokens) / block_size_;
-    const size_t full = std::min(static_cast<size_t>(std::max(covered, 0)), seq.blocks.size());
-    // A block shared with a fork may be registered by either holder first: same position, same
-    // tokens, same hash, so the second register_block does nothing.
-    for (size_t i = seq.hashes.size(); i < full; ++i) {
-      const uint64_t parent = i == 0 ? kRootHash : seq.hashes[i - 1];
-      const std::span<const int32_t> tokens = block_tokens(req, i);
-      const uint64_t hash = block_hash(parent, req.cache_salt, tokens);
-      const uint64_t content = block_hash(i == 0 ? kContentRootHash : seq.contents[i - 1], 0, tokens);
-      seq.hashes.push_back(hash);
-      seq.contents.push_back(content);
-      pool_.register_block(seq.blocks[i], hash, parent, req.cache_salt, content, tokens);
+    for (size_t g = 0; g < windows_.size(); ++g) {
+      std::vector<uint64_t>& hashes = seq.hashes[g];
+      std::vector<uint64_t>& contents = seq.contents[g];
+      const uint64_t salt = group_salt(req.cache_salt, g);
+      const size_t full = std::min(static_cast<size_t>(std::max(covered, 0)), seq.tables[g].size());
+      // A block shared with a fork may be registered by either holder first: same position, same
+      // tokens, same hash, so the second register_block does nothing.
+      for (size_t i = hashes.size(); i < full; ++i) {
+        const uint64_t parent = i == 0 ? kRootHash : hashes[i - 1];
+        const std::span<const int32_t> tokens = block_tokens(req, i);
+        const uint64_t hash = block_hash(parent, salt, tokens);
+        const uint64_t content = block_hash(i == 0 ? content_root(g) : contents[i - 1], 0, tokens);
+        hashes.push_back(hash);
+        contents.push_back(content);
+        if (seq.tables[g][i] >= 0) pool_.register_block(seq.tables[g][i], hash, parent, salt, content, tokens);
+      }
     }
   }
 
@@ -164,8 +188,9 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   void free(uint64_t request_id) {
     const auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;
-    const std::vector<int32_t>& blocks = it->second.blocks;
-    for (auto b = blocks.rbegin(); b != blocks.rend(); ++b) pool_.release(*b);  // tail first: evicted first
+    for (const std::vector<int32_t>& blocks : it->second.tables)
+      for (auto b = blocks.rbegin(); b != blocks.rend(); ++b)  // tail first: evicted first
+        if (*b >= 0) pool_.release(*b);
     seqs_.erase(it);
   }
 
@@ -175,15 +200,27 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     if (!check_invariants_) return;
     std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
     for (const auto& [id, seq] : seqs_) {
-      for (int32_t b : seq.blocks) {
-        if (b < 0 || b >= pool_.num_blocks())
-          throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: block id " + std::to_string(b) +
-                                             " of request " + std::to_string(id) + " outside the pool");
-        ++refs[static_cast<size_t>(b)];
+      if (seq.tables.size() != windows_.size() || seq.hashes.size() != windows_.size() ||
+          seq.contents.size() != windows_.size())
+        throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: request " + std::to_string(id) + " holds " +
+                                           std::to_string(seq.tables.size()) + " tables for " +
+                                           std::to_string(windows_.size()) + " groups");
+      for (size_t g = 0; g < windows_.size(); ++g) {
+        const std::vector<int32_t>& table = seq.tables[g];
+        for (size_t i = 0; i < table.size(); ++i) {
+          const int32_t b = table[i];
+          // Released entries: only a windowed group's, only before every held one.
+          const bool released = b == -1 && windows_[g] > 0 && (i == 0 || table[i - 1] == -1);
+          if (released) continue;
+          if (b < 0 || b >= pool_.num_blocks())
+            throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: block id " + std::to_string(b) +
+                                               " of request " + std::to_string(id) + " outside the pool");
+          ++refs[static_cast<size_t>(b)];
+        }
+        if (seq.hashes[g].size() > table.size() || seq.contents[g].size() != seq.hashes[g].size())
+          throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: request " + std::to_string(id) +
+                                             " has more block hashes than blocks");
       }
-      if (seq.hashes.size() > seq.blocks.size() || seq.contents.size() != seq.hashes.size())
-        throw Error(LOOM_ERR_INTERNAL, "cache paged: invariant broken: request " + std::to_string(id) +
-                                           " has more block hashes than blocks");
     }
     pool_.check(refs);
   }
@@ -195,6 +232,45 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     uint64_t content;
   };
 
+  using GroupHits = std::vector<std::vector<Hit>>;  // [n_groups]
+
+  // The windows of the create args' groups (interface 1.5); one group without a window when the
+  // host asks for none.
+  static std::vector<int32_t> group_windows([[maybe_unused]] const loom_cache_create_args& args) {
+#if LOOM_CACHE_IFACE_MINOR < 5  // built against an older cache.h: no groups in the create args
+    return {0};
+#else
+    if (args.n_groups <= 1) return {args.n_groups == 1 && args.group_windows != nullptr ? args.group_windows[0] : 0};
+    if (args.group_windows == nullptr)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: " + std::to_string(args.n_groups) +
+                                                 " block-table groups but no group_windows");
+    std::vector<int32_t> w(args.group_windows, args.group_windows + args.n_groups);
+    for (int32_t x : w)
+      if (x < 0) throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: a group's window " + std::to_string(x) + " is negative");
+    return w;
+#endif
+  }
+  // Group 0 keys its blocks as before groups existed; every other group under a salt of its own.
+  static uint64_t group_salt(uint64_t salt, size_t group) {
+    return group == 0 ? salt : salt ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(group));
+  }
+  static uint64_t content_root(size_t group) {
+    return group == 0 ? kContentRootHash : kContentRootHash ^ (0xC2B2AE3D27D4EB4Full * static_cast<uint64_t>(group));
+  }
+  Seq empty_seq() const {
+    Seq seq;
+    seq.tables.resize(windows_.size());
+    seq.hashes.resize(windows_.size());
+    seq.contents.resize(windows_.size());
+    return seq;
+  }
+  // Leading full blocks every group holds (what allocate takes).
+  static int32_t matched_blocks(const GroupHits& hits) {
+    size_t n = hits[0].size();
+    for (const auto& h : hits) n = std::min(n, h.size());
+    return static_cast<int32_t>(n);
+  }
+
   static int32_t pool_size(const loom_cache_create_args& args, const kv_pool_config::Config& cfg) {
     kv_pool_config::check_kv_dtype(args, kLabel);
     return kv_pool_config::pool_blocks(args, cfg, kLabel);
@@ -205,7 +281,11 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   int32_t available() const { return pool_.num_available(); }
   void make_free(int32_t) {}
   static size_t first_writable(const Seq&) { return 0; }
-  static int32_t committed_blocks(const Seq& seq) { return static_cast<int32_t>(seq.hashes.size()); }
+  static int32_t committed_blocks(const Seq& seq) { return static_cast<int32_t>(seq.hashes[0].size()); }
+  static std::span<std::vector<int32_t>> tables(Seq& seq) { return seq.tables; }
+  static std::span<const std::vector<int32_t>> tables(const Seq& seq) { return seq.tables; }
+  int32_t window_of(int32_t group) const { return windows_[static_cast<size_t>(group)]; }
+  int32_t num_tables() const { return static_cast<int32_t>(windows_.size()); }
 
   // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
   block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const std::vector<Hit>& hits) const {
@@ -223,32 +303,69 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     return {req.token_ids + i * static_cast<size_t>(block_size_), static_cast<size_t>(block_size_)};
   }
 
-  // The registered blocks that hold req's leading full blocks, at most (limit - 1) tokens' worth:
-  // the cache never reports every token as cached, so the last one is always computed (it gives
-  // the logits). Only a sequence starting from scratch can match.
-  std::vector<Hit> match(const loom_request_view& req, int64_t limit) const {
-    std::vector<Hit> hits;
+  // For each group, the registered blocks that hold req's leading full blocks, at most
+  // (limit - 1) tokens' worth: the cache never reports every token as cached, so the last one is
+  // always computed (it gives the logits). A full-attention group needs the whole chain; a
+  // windowed group only the blocks the window of the first computed token reaches (vLLM's
+  // sliding-window prefix hit), the older ones -1. The hit is where every group holds what it
+  // needs. Only a sequence starting from scratch can match.
+  GroupHits match(const loom_request_view& req, int64_t limit) const {
+    GroupHits hits(windows_.size());
     if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return hits;
-    const int64_t max_blocks = lookup_blocks(req, limit);
-    uint64_t parent = kRootHash, content = kContentRootHash;
-    for (int64_t i = 0; i < max_blocks; ++i) {
-      const std::span<const int32_t> tokens = block_tokens(req, static_cast<size_t>(i));
-      const uint64_t hash = block_hash(parent, req.cache_salt, tokens);
-      const int32_t block = pool_.lookup(hash, parent, req.cache_salt, tokens);
-      if (block < 0) break;
-      content = block_hash(content, 0, tokens);
-      hits.push_back(Hit{block, hash, content});
-      parent = hash;
+    int64_t max_blocks = lookup_blocks(req, limit);
+    for (size_t g = 0; g < windows_.size(); ++g) {  // windowed groups look past an absent block
+      const uint64_t salt = group_salt(req.cache_salt, g);
+      uint64_t parent = kRootHash, content = content_root(g);
+      for (int64_t i = 0; i < max_blocks; ++i) {
+        const std::span<const int32_t> tokens = block_tokens(req, static_cast<size_t>(i));
+        const uint64_t hash = block_hash(parent, salt, tokens);
+        const int32_t block = pool_.lookup(hash, parent, salt, tokens);
+        if (block < 0 && windows_[g] == 0) break;
+        content = block_hash(content, 0, tokens);
+        hits[g].push_back(Hit{block, hash, content});
+        parent = hash;
+      }
+      if (windows_[g] == 0) max_blocks = static_cast<int64_t>(hits[g].size());
+    }
+    // The longest hit every windowed group can serve: shrinking it slides the windows back, so
+    // until no group shrinks it further.
+    for (bool shrunk = true; shrunk;) {
+      shrunk = false;
+      for (size_t g = 0; g < windows_.size(); ++g) {
+        if (windows_[g] == 0) continue;
+        int64_t n = max_blocks;
+        while (n > 0 && !window_held(hits[g], n, windows_[g])) --n;
+        shrunk = shrunk || n < max_blocks;
+        max_blocks = n;
+      }
+    }
+    for (size_t g = 0; g < windows_.size(); ++g) {
+      hits[g].resize(static_cast<size_t>(max_blocks));
+      // What a window does not reach is not held, even where the pool still has it.
+      for (int64_t i = 0; i < first_in_window(max_blocks, windows_[g]); ++i) hits[g][static_cast<size_t>(i)].block = -1;
     }
     return hits;
   }
 
+  // The first block the window of the token after n full blocks reads (0 without a window).
+  int64_t first_in_window(int64_t n, int32_t window) const {
+    return window <= 0 ? 0 : std::max<int64_t>(0, n * block_size_ - window + 1) / block_size_;
+  }
+  // Whether a windowed group's looked-up blocks hold what a hit of n blocks reads.
+  bool window_held(const std::vector<Hit>& hits, int64_t n, int32_t window) const {
+    for (int64_t i = first_in_window(n, window); i < n; ++i)
+      if (hits[static_cast<size_t>(i)].block < 0) return false;
+    return true;
+  }
+
   // How many blocks a new sequence is short of, reusing hits: positive means it cannot be
   // allocated now. Cached hits are counted out of the evictable supply, which they leave.
-  int32_t extra_blocks(const loom_request_view& req, int32_t num_new_tokens, const std::vector<Hit>& hits) const {
-    int32_t evictable_hits = 0;
-    for (const Hit& h : hits) evictable_hits += pool_.refcount(h.block) == 0 ? 1 : 0;
-    const int32_t fresh = blocks_for(req, num_new_tokens) - static_cast<int32_t>(hits.size());
+  int32_t extra_blocks(const loom_request_view& req, int32_t num_new_tokens, const GroupHits& hits) const {
+    int32_t evictable_hits = 0, fresh = 0;
+    for (const auto& group : hits) {
+      for (const Hit& h : group) evictable_hits += h.block >= 0 && pool_.refcount(h.block) == 0 ? 1 : 0;
+      fresh += blocks_for(req, num_new_tokens) - static_cast<int32_t>(group.size());
+    }
     return fresh - (pool_.num_available() - evictable_hits);
   }
 
@@ -256,6 +373,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
   int32_t block_size_;
   bool prefix_caching_;
   bool check_invariants_;
+  std::vector<int32_t> windows_;  // [n_groups] each group's sliding window, 0: none
   BlockPool pool_;
   block_cache::PrefixStats stats_;
 };

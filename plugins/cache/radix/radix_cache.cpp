@@ -227,6 +227,11 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     if (pool_.num_free() < need) tree_.evict(need - pool_.num_free(), pool_, &evicted_, &spilled_);
   }
   static size_t first_writable(const Seq& seq) { return static_cast<size_t>(seq.depth); }
+  // One table per sequence: the tree's paths hold every layer (no block-table groups).
+  static std::span<std::vector<int32_t>> tables(Seq& seq) { return {&seq.blocks, 1}; }
+  static std::span<const std::vector<int32_t>> tables(const Seq& seq) { return {&seq.blocks, 1}; }
+  static int32_t window_of(int32_t) { return 0; }
+  static int32_t num_tables() { return 1; }
 
   // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
   block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const Match& m) const {

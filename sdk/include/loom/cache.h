@@ -6,7 +6,9 @@
  * prefix-cache miss counters; 1.2 adds the create args' bytes_per_block_extra; 1.3 adds trim
  * (speculative decoding's rollback of rejected draft tokens); 1.4 adds take_evicted, block_hashes
  * and evict_cached (the host spills evicted prefix blocks to a cache_offload tier and restores
- * them). Older plugins' shorter vtables and usage structs still load. *
+ * them); 1.5 adds block-table groups (create args' n_groups/group_windows, group_block_table): a
+ * hybrid sliding-window model's local layers keep only their window's blocks. Older plugins'
+ * shorter vtables and usage structs still load. *
  * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
  * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
  * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
@@ -27,7 +29,7 @@ extern "C" {
 #endif
 
 #define LOOM_CACHE_IFACE_MAJOR 1
-#define LOOM_CACHE_IFACE_MINOR 4
+#define LOOM_CACHE_IFACE_MINOR 5
 
 typedef struct loom_cache_create_args {
   uint32_t struct_size;
@@ -42,6 +44,20 @@ typedef struct loom_cache_create_args {
    * kv_memory counts them. (It first shipped inside 1.1; 1.2 makes that growth a version of its
    * own, so a 1.1 plugin never expects it.) */
   int64_t bytes_per_block_extra;
+  /* 1.5: block-table groups, for models whose layers differ in how much context they attend to
+   * (Gemma 3: five sliding-window layers per full-attention one). Each sequence holds n_groups
+   * tables drawn from the one pool; a block of group g holds K/V of that group's layers only, so
+   * bytes_per_token and bytes_per_block_extra above count one group's layers, not the model's.
+   * group_windows[g] is group g's sliding window in tokens (0 = full attention): a query at
+   * position p reads keys from p - window + 1 on, so when room is made for tokens from position
+   * s = num_computed_tokens, the group's blocks wholly before s - window + 1 are never read again
+   * and the cache releases them (their table entries become -1). Only a plugin that offers
+   * group_block_table takes n_groups > 1: any other answers create with LOOM_ERR_UNSUPPORTED (the
+   * SDK does so for it) and the host makes it again with one group (n_groups 0 or 1: one table
+   * holding every layer, as before 1.5; with 1, group_windows[0] may still name a window). A
+   * plugin reads these two only when struct_size covers them. */
+  int32_t n_groups;
+  const int32_t* group_windows;  /* [n_groups], valid until destroy() */
 } loom_cache_create_args;
 
 /* The pool the plugin asks the core to allocate. */
@@ -173,6 +189,17 @@ typedef struct loom_cache_vtable {
    * reports them through take_evicted; *count = how many. The host calls it at shutdown to spill
    * the pool's prefix blocks to a persistent tier. */
   loom_status (*evict_cached)(void* self, int32_t max_blocks, int32_t* count, loom_error_buf* err);
+
+  /* ---- 1.5 (read only when struct_size covers it; NULL = one table per sequence) ---- */
+  /* The table of one group (0 <= group < n_groups) of a sequence, valid until the next mutating
+   * call; group 0's is what block_table gives. Entries a windowed group released are -1, and
+   * only ever precede the window of the sequence's next token. Every other member acts on all of
+   * a sequence's groups at once: can_allocate and append count the blocks every group needs (less
+   * those its windows release), fork shares them all, trim and free release them all, and prefix
+   * caching matches a prefix only as far as every group holds what it reads (a windowed group: the
+   * blocks the window of the first token computed after the hit reaches). */
+  loom_status (*group_block_table)(void* self, uint64_t request_id, int32_t group, loom_block_list* out,
+                                   loom_error_buf* err);
 } loom_cache_vtable;
 
 #ifdef __cplusplus

@@ -168,6 +168,15 @@ struct Plugin {
           return json;
       };
       T* object = nullptr;
+#if LOOM_CACHE_IFACE_MINOR >= 5
+      // Cache 1.5: block-table groups go only to a class that hands their tables out; the host
+      // makes any other cache again with one group.
+      if constexpr (std::is_same_v<Vtable, loom_cache_vtable> && !detail::HasGroupBlockTable<T>) {
+        if (args_of(create_args).n_groups > 1)
+          throw Error(LOOM_ERR_UNSUPPORTED, "this cache keeps one block table per sequence (no group_block_table, "
+                                            "cache interface 1.5)");
+      }
+#endif
       if constexpr (kTakesArgs) {
         object = new T(h, args_of(create_args), config());
       } else {

@@ -97,6 +97,10 @@ concept HasTakeEvicted = requires(T& t) { t.take_evicted(); };
 template <class T>
 concept HasEvictCached = requires(T& t, int32_t n) { { t.evict_cached(n) } -> std::convertible_to<int32_t>; };
 template <class T>
+concept HasGroupBlockTable = requires(const T& t, uint64_t id, int32_t group) {
+  { t.group_block_table(id, group) } -> std::convertible_to<loom_block_list>;
+};
+template <class T>
 concept HasBlockHashes = requires(const T& t, RequestArg req, uint64_t* out, int32_t capacity) {
   { t.block_hashes(req, out, capacity) } -> std::convertible_to<int32_t>;
 };
@@ -498,6 +502,23 @@ struct VtableFor<loom_cache_vtable, T> {
       return nullptr;
   }
 #endif
+#if LOOM_CACHE_IFACE_MINOR >= 5
+  // group_block_table(id, group): loom_block_list (interface 1.5's block-table groups).
+  static loom_status group_block_table(void* s, uint64_t id, int32_t group, loom_block_list* out,
+                                       loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if (out == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "group_block_table: the list is NULL");
+      *out = detail::self_as<T>(s).group_block_table(id, group);
+      return LOOM_OK;
+    });
+  }
+  static constexpr decltype(loom_cache_vtable::group_block_table) group_block_table_or_null() {
+    if constexpr (detail::HasGroupBlockTable<T>)
+      return &group_block_table;
+    else
+      return nullptr;
+  }
+#endif
   static const loom_cache_vtable kTable;  // defined below: it calls the functions above
 };
 
@@ -522,6 +543,9 @@ const loom_cache_vtable VtableFor<loom_cache_vtable, T>::kTable = {sizeof(loom_c
                                                                    take_evicted_or_null(),
                                                                    block_hashes_or_null(),
                                                                    evict_cached_or_null(),
+#endif
+#if LOOM_CACHE_IFACE_MINOR >= 5
+                                                                   group_block_table_or_null(),
 #endif
 };
 
