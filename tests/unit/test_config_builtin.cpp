@@ -33,7 +33,7 @@ TEST(ConfigBuiltin, TheBuiltInDefaults) {
   EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler,
-            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64,"max_step_ms":25})"}));
+            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64,"max_step_ms":25,"max_step_stretch":4,"max_step_stretch_after":16})"}));
   // No kv_memory: loom-server sizes the pool at start-up from memory_utilization.
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16})"}));
   EXPECT_EQ(c.kv_dtype, "f32");
@@ -53,7 +53,7 @@ TEST(ConfigBuiltin, AFileOnlyAddsToTheBase) {
   Config expected = base;
   expected.source_path = kFile;
   expected.server.port = 9000;
-  expected.scheduler.config_json = R"({"max_num_batched_tokens":2048,"max_num_seqs":8,"max_step_ms":25})";
+  expected.scheduler.config_json = R"({"max_num_batched_tokens":2048,"max_num_seqs":8,"max_step_ms":25,"max_step_stretch":4,"max_step_stretch_after":16})";
   expected.cache.config_json = R"({"block_size":16,"kv_memory":"1MiB"})";
   EXPECT_EQ(c, expected);
 }

@@ -164,7 +164,7 @@ TEST(ConfigCli, NoFileMeansTheBuiltInDefaultsPlusTheFlags) {
   expected.model.name = "demo";
   expected.model.max_model_len = 256;
   expected.server.api_key = "k";
-  expected.scheduler.config_json = R"({"max_num_batched_tokens":2048,"max_num_seqs":8,"max_step_ms":25})";
+  expected.scheduler.config_json = R"({"max_num_batched_tokens":2048,"max_num_seqs":8,"max_step_ms":25,"max_step_stretch":4,"max_step_stretch_after":16})";
   EXPECT_EQ(c, expected);
 }
 
@@ -180,7 +180,7 @@ TEST(ConfigCli, FlagsOverrideTheFileWhichOverridesTheDefaults) {
   EXPECT_EQ(c.server.api_key, "flag");
   // --kv-cache-memory replaces the file's num_blocks (the plugin refuses both at once).
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16,"enable_prefix_caching":true,"kv_memory":"1MiB"})"}));
-  EXPECT_EQ(c.scheduler.config_json, R"({"max_num_batched_tokens":128,"max_num_seqs":64,"max_step_ms":25})");
+  EXPECT_EQ(c.scheduler.config_json, R"({"max_num_batched_tokens":128,"max_num_seqs":64,"max_step_ms":25,"max_step_stretch":4,"max_step_stretch_after":16})");
   std::remove(path.c_str());
 }
 
@@ -209,7 +209,7 @@ TEST(ConfigCli, PluginFlagsGoIntoTheTableOfWhicheverPluginIsChosen) {
   o.max_num_seqs = 2;
   apply_overrides(c, o);
   EXPECT_EQ(c.cache, (PluginTable{"contiguous", "", R"({"enable_prefix_caching":false})"}));
-  EXPECT_EQ(c.scheduler.config_json, R"({"max_num_batched_tokens":2048,"max_num_seqs":2,"max_step_ms":25})");
+  EXPECT_EQ(c.scheduler.config_json, R"({"max_num_batched_tokens":2048,"max_num_seqs":2,"max_step_ms":25,"max_step_stretch":4,"max_step_stretch_after":16})");
 }
 
 TEST(ConfigCli, ApplyOverridesChangesOnlyWhatWasGiven) {

@@ -435,7 +435,7 @@ TEST(ConfigParse, LoadsTheDefaultConfigFile) {
   EXPECT_EQ(c.attention, (PluginTable{"flash_cpu", "", "{}"}));
   EXPECT_EQ(c.quantization, (PluginTable{"auto", "", "{}"}));
   EXPECT_EQ(c.scheduler,
-            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64,"max_step_ms":25})"}));
+            (PluginTable{"continuous", "", R"({"max_num_batched_tokens":2048,"max_num_seqs":64,"max_step_ms":25,"max_step_stretch":4,"max_step_stretch_after":16})"}));
   EXPECT_EQ(c.cache, (PluginTable{"paged", "", R"({"block_size":16})"}));
   EXPECT_EQ(c.memory_utilization, 0.9);
   EXPECT_FALSE(c.cache_offload.has_value());

@@ -220,6 +220,27 @@ TEST_F(ContinuousTimed, TheBoundStretchesWhileOverTwiceAsManyWait) {
   EXPECT_EQ(step(), (Sched{{1, 1}, {2, 34}, {3, 74}}));
 }
 
+// With max_step_stretch_after = 3 the bound stretches only on the third step in a row that begins
+// with over twice as many waiting as running; a step without that starts the count again.
+TEST_F(ContinuousTimed, TheBoundStretchesAfterAStreakOfStarvedSteps) {
+  make(R"({"max_num_batched_tokens": 256, "max_step_ms": 3, "max_step_stretch": 4, "max_step_stretch_after": 3})",
+       1000);
+  script_model();
+  add(1, 2, 100);
+  EXPECT_EQ(step(), (Sched{{1, 2}}));  // alone
+  for (uint64_t id = 2; id <= 6; ++id) add(id, 100, 200);
+  // 5 waiting / 1 running, steps 1 and 2 of the streak: 3000 us, 18 prompt tokens.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  // 4 waiting / 2 running: no streak.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  for (uint64_t id = 7; id <= 12; ++id) add(id, 100, 200);
+  // 10 waiting / 2 running: steps 1 and 2 keep the bound, the third stretches it to 4 x 3000 us,
+  // 4000 of them for the decode and the last 28 tokens of prompt 2, 8000 for 80 of prompt 3.
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 18}}));
+  EXPECT_EQ(step(), (Sched{{1, 1}, {2, 28}, {3, 80}}));
+}
+
 // max_step_stretch = 1, the default, keeps the bound fixed.
 TEST_F(ContinuousTimed, TheDefaultStretchOfOneKeepsTheBound) {
   make(R"({"max_num_batched_tokens": 256, "max_step_ms": 3})", 1000);

@@ -27,6 +27,7 @@ struct Config {
   int32_t preemption_aging_steps = 32;
   int32_t max_step_ms = 0;  // 0 = no time bound on a step
   int32_t max_step_stretch = 1;  // most the bound grows by while over twice as many wait as run
+  int32_t max_step_stretch_after = 1;  // steps in a row over twice as many must wait before it grows
 };
 
 // While decodes alone exceed max_step_ms, a step still advances prompts by this many tokens.
@@ -47,7 +48,10 @@ const loom::sdk::ConfigSpec<Config>& config_keys() {
                "longest step planned by the host's step-time model: prefill chunks are cut to fit; 0 = no bound", 0)
       .integer("max_step_stretch", &Config::max_step_stretch,
                "while over twice as many requests wait as run, max_step_ms grows by waiting / running - 1, "
-               "at most this many times; 1 = a fixed bound", 1);
+               "at most this many times; 1 = a fixed bound", 1)
+      .integer("max_step_stretch_after", &Config::max_step_stretch_after,
+               "steps in a row with over twice as many requests waiting as running before the bound stretches "
+               "(a burst that admission clears sooner keeps the bound)", 1);
   return spec;
 }
 
@@ -118,19 +122,22 @@ class ContinuousScheduler {
     //    a long prompt) when decodes alone fill the bound. A
     //    prompt alone in the scheduler (nothing else running or waiting) is not cut by time: no
     //    decode waits behind it, and each extra step would add its fixed cost to the TTFT.
-    // 5. While over twice as many requests wait as run, the bound grows by waiting / running - 1,
-    //    at most max_step_stretch times. A step's fixed cost (every weight read once, the output head per
+    // 5. Once over twice as many requests have waited as run for max_step_stretch_after steps in a
+    //    row, the bound grows by waiting / running - 1, at most max_step_stretch times. A step's fixed cost (every weight read once, the output head per
     //    decode row) does not shrink with its chunk: when it nearly fills the bound, prompts
     //    advance by the floor only, wait, and the running batch shrinks to what that trickle of
     //    prefill feeds (measured: a 128k-vocabulary llama-125m at 32 streams, TTFT p50 15 s and
     //    0.47x vLLM's throughput, docs/benchmarks.md). The few running then wait longer per token,
     //    up to max_step_stretch x max_step_ms, while the many waiting get their first token sooner.
-    //    Off by default (1): at 8 streams on llama-125m the bursts of a closed loop stretch steps
-    //    often enough to raise ITL p99 from 33 to 40 ms for no throughput, while at 32 streams a
-    //    stretch of 4 gave 1.17x llama-server's throughput against 1.08x, TPOT p99 52 ms against
-    //    llama-server's 210 (docs/benchmarks.md, fixed concurrency).
+    //    Off in the plugin's defaults (1). Counted without a streak (max_step_stretch_after = 1),
+    //    at 8 streams on llama-125m the bursts of a closed loop stretched steps often enough to
+    //    raise ITL p99 from 33 to 40 ms for no throughput, while at 32 streams a stretch of 4 gave
+    //    1.17x llama-server's throughput against 1.08x, TPOT p99 52 ms against llama-server's 210
+    //    (docs/benchmarks.md, fixed concurrency). A burst is admitted within a few steps; the
+    //    starvation above lasts seconds: the streak tells them apart.
     loom::sdk::SchedStep step(c, o, "scheduler continuous");
     ++step_;
+    starved_steps_ = waiting_.size() > 2 * running_.size() ? starved_steps_ + 1 : 0;
     const bool alone = running_.size() + waiting_.size() == 1;
     const int64_t limit_us = alone ? 0 : step_limit_us();
     StepState st{step, step.cache(), cfg_.max_num_batched_tokens, loom_sched::StepTimeBudget(step, limit_us), false,
@@ -141,6 +148,7 @@ class ContinuousScheduler {
   // max_step_ms in microseconds, stretched by waiting / running - 1 (rule 5 above); 0 = no bound.
   int64_t step_limit_us() const {
     if (cfg_.max_step_ms <= 0) return 0;
+    if (starved_steps_ < cfg_.max_step_stretch_after) return int64_t{cfg_.max_step_ms} * 1000;
     const double most = cfg_.max_step_stretch;
     const double excess =
         running_.empty() ? most : static_cast<double>(waiting_.size()) / static_cast<double>(running_.size()) - 1.0;
@@ -270,6 +278,7 @@ class ContinuousScheduler {
   std::vector<Entry> waiting_;  // any order: admission picks the best by admission_key
   std::vector<Entry> running_;  // admission order, oldest first
   int64_t step_ = 0;
+  int64_t starved_steps_ = 0;  // steps in a row that began with over twice as many waiting as running
   uint64_t next_seq_ = 0;
   int64_t num_preemptions_ = 0;
 };
