@@ -1,5 +1,7 @@
 // The physical KV pool the core owns: per layer, K and V as
-// [num_blocks, block_size, n_kv_heads, head_dim]. The cache plugin decides which block holds
+// [num_blocks, block_size, n_kv_heads, head_dim]. With block-table groups (kv_groups.hpp) the
+// "layers" here are a group's slots: a block holds one group's layers, and which group a block
+// serves is the cache's table that names it. The cache plugin decides which block holds
 // what; the attention plugin reads and writes the memory through the views handed out here.
 // The KV dtype is f32, f16, bf16, int8 or fp8_e4m3; int8/fp8 blocks end in per-head f32 scales
 // (layout and scale scheme: sdk/include/loom/sdk_kv_quant.hpp), so a view's strides[0] is the
