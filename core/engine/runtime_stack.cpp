@@ -166,9 +166,9 @@ RuntimeStack::RuntimeStack(const Config& config)
   if (kv_groups_.num_groups() > 1) {
     std::string windows;
     for (int32_t w : kv_groups_.windows) windows += (windows.empty() ? "" : ", ") + std::to_string(w);
-    LOOM_LOG_INFO("KV cache: {} block-table groups of {} layers, windows [{}] (0: full attention); windowed groups "
-                  "release blocks that leave the window",
-                  kv_groups_.num_groups(), kv_groups_.slots, windows);
+    LOOM_LOG_INFO("KV cache: {} block-table groups, each block holding {} of the {} layers, windows [{}] (0: full "
+                  "attention); windowed groups release blocks that leave the window",
+                  kv_groups_.num_groups(), kv_groups_.slots, hparams.n_layers, windows);
   }
   cache_handle_ = std::make_unique<CacheHandle>(*cache_, kv_groups_.num_groups());
   const loom_cache_layout layout = cache_handle_->layout();

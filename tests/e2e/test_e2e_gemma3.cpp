@@ -2,6 +2,8 @@
 //   * start-up refuses an attention plugin that cannot do sliding-window attention (a plugin of
 //     attention interface 1.1, tests/abi/old_minor/attention_1_1.cpp) for a model with windowed
 //     layers (the random gemma3-tiny preset written by loom-convert), naming plugin and reason;
+//   * a cache without block-table groups (interface 1.1) is made again with one table, paged gets
+//     the model's groups, and start-up says which;
 //   * Gemma 3 270M (tools/fetch-gemma3.sh; never committed, skipped when it cannot be fetched)
 //     continues "The capital of France is" greedily with the 11 tokens llama.cpp (libllama of
 //     llama-cpp-python 0.3.36) gives on the same file.
@@ -47,6 +49,38 @@ TEST(E2eGemma3, StartupRefusesAnAttentionPluginWithoutSlidingWindow) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("forward_window, attention interface 1.2"), std::string::npos) << r.output;
+}
+
+// A cache of an older interface (1.1, tests/abi/old_minor/cache_1_1.cpp: its vtable ends before
+// group_block_table, and it knows nothing of groups) is made again with one block table for every
+// layer, and start-up says so (the fixture answers only layout and fits, so the start-up then
+// stops at its first usage call); a cache of 1.5 (paged) gets the model's 3 groups and serves.
+TEST(E2eGemma3, ACacheWithoutGroupTablesIsMadeWithOneTable) {
+  const fs::path dir = fs::temp_directory_path() / ("loom-e2e-gemma3-groups-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path model = dir / "gemma3-tiny.gguf";
+  const RunResult made = run_command(std::string(LOOM_CONVERT_BIN) + " --random --preset gemma3-tiny --dtype f32 --vocab-from " +
+                                     LOOM_TEST_DATA + "/stories260K.gguf -o " + model.string() + " 2>&1");
+  ASSERT_EQ(made.status, 0) << made.output;
+  auto config = [&](const std::string& cache_table) {
+    const fs::path path = dir / "loom.toml";
+    std::ofstream(path) << "[model]\npath = \"" << model.string() << "\"\n[server]\nport = 0\n"
+                        << "[plugins]\ndirs = [\"" << LOOM_ABI_VERSION_DIR << "/old\"]\n" << cache_table;
+    return path.string();
+  };
+  const RunResult old = run_command(std::string("timeout 60 ") + LOOM_SERVER_BIN + " --config " +
+                                    config("[cache]\nplugin = \"old_minor\"\n") + " 2>&1");
+  EXPECT_NE(old.output.find("KV cache: cache 'old_minor' has one block table per request, so windowed layers keep "
+                            "every block (no group_block_table, cache interface 1.5)"),
+            std::string::npos)
+      << old.output;
+  {
+    ServerProcess server(LOOM_SERVER_BIN, {"--config", config("[cache]\nplugin = \"paged\"\nkv_memory = \"4MiB\"\n")});
+    EXPECT_NE(server.port(), 0) << server.output();
+    EXPECT_NE(server.output().find("KV cache: 3 block-table groups, each block holding 1 of the 3 layers, windows [0, 8, 8]"), std::string::npos)
+        << server.output();
+  }
+  fs::remove_all(dir);
 }
 
 TEST(E2eGemma3, Gemma3_270mContinuesAsLlamaCppDoes) {
