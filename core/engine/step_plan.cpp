@@ -71,10 +71,7 @@ void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& sw
     const RequestState& req = *s.request;
     SeqSchedule seq;
     try {
-      seq.block_table = cache.block_table(req.id);
-      check_table(seq.block_table, req.num_computed_tokens, s.num_new_tokens, cache.block_size(), cache.num_blocks(),
-                  req.id);
-      if (groups > 1) {
+      if (groups > 1) {  // group 0's table is block_table's
         const size_t first = plan.group_tables.size();
         for (size_t g = 0; g < groups; ++g) {
           const std::span<const int32_t> table = cache.group_block_table(req.id, static_cast<int32_t>(g));
@@ -82,6 +79,11 @@ void prepare_batch(StepPlan& plan, const CacheHandle& cache, SwapCoordinator& sw
           plan.group_tables.push_back(table);
         }
         seq.group_tables = std::span<const std::span<const int32_t>>(plan.group_tables).subspan(first, groups);
+        seq.block_table = seq.group_tables[0];
+      } else {
+        seq.block_table = cache.block_table(req.id);
+        check_table(seq.block_table, req.num_computed_tokens, s.num_new_tokens, cache.block_size(),
+                    cache.num_blocks(), req.id);
       }
     } catch (const std::exception& e) {
       plan.failed.emplace_back(req.id, e.what());

@@ -18,7 +18,8 @@
 // Block-table groups (interface 1.5): with n_groups > 1 each sequence holds one table per group
 // (seq_blocks.hpp releases a windowed group's blocks once they fall out of the window). Each
 // group registers and looks up its blocks under its own salt (its K/V are other layers'), and a
-// prefix is matched only as far as every group holds it.
+// prefix is matched only as far as every group holds what it reads: a full-attention group the
+// whole chain, a windowed group the blocks its window reaches from the hit on.
 //
 // Miss counters: allocate (the commit point; match_prefix stays side-effect free) gives a
 // lookup's missed tokens one reason, from its first missed full block: evicted when the pool

@@ -123,8 +123,9 @@ class ContinuousScheduler {
     //    prompt alone in the scheduler (nothing else running or waiting) is not cut by time: no
     //    decode waits behind it, and each extra step would add its fixed cost to the TTFT.
     // 5. Once over twice as many requests have waited as run for max_step_stretch_after steps in a
-    //    row, the bound grows by waiting / running - 1, at most max_step_stretch times. A step's fixed cost (every weight read once, the output head per
-    //    decode row) does not shrink with its chunk: when it nearly fills the bound, prompts
+    //    row, the bound grows by waiting / running - 1, at most max_step_stretch times. A step's
+    //    fixed cost (every weight read once, the output head per decode row) does not shrink with
+    //    its chunk: when it nearly fills the bound, prompts
     //    advance by the floor only, wait, and the running batch shrinks to what that trickle of
     //    prefill feeds (measured: a 128k-vocabulary llama-125m at 32 streams, TTFT p50 15 s and
     //    0.47x vLLM's throughput, docs/benchmarks.md). The few running then wait longer per token,
