@@ -46,6 +46,10 @@ struct RuntimeConfig {
   std::string device = "cpu";  // only "cpu" runs today; "cuda"/"cuda:N" are refused (no CUDA code)
   int32_t threads = 0;         // 0 = hardware concurrency
   uint64_t seed = 0;           // base seed for requests that give none
+  // Rows sampled greedily, or with a top_k up to this, take the classifier head's own selection
+  // of their best outputs (quantization interface 1.5 linear_top_k) rather than a whole logits
+  // row; 0 = whole rows always.
+  int32_t head_top_k = 64;
   bool operator==(const RuntimeConfig&) const = default;
 };
 

@@ -57,6 +57,7 @@ void check_config(const Config& config) {
     problems.add(SourcePos{}, "runtime.device", *problem);
   }
   check_range(problems, "runtime.threads", config.runtime.threads, 0, config_rules::kMaxRuntimeThreads);
+  check_range(problems, "runtime.head_top_k", config.runtime.head_top_k, 0, config_rules::kMaxHeadTopK);
   // The file form of the seed is a TOML integer, so a seed above INT64_MAX could not be written.
   if (config.runtime.seed > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
     problems.add(SourcePos{}, "runtime.seed",

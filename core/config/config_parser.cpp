@@ -111,6 +111,7 @@ void read_runtime(TableReader& t, RuntimeConfig& runtime) {
     runtime.threads = static_cast<int32_t>(*threads);
   }
   if (auto seed = t.integer("seed", 0, kInt64Max)) runtime.seed = static_cast<uint64_t>(*seed);
+  if (auto k = t.integer("head_top_k", 0, config_rules::kMaxHeadTopK)) runtime.head_top_k = static_cast<int32_t>(*k);
 }
 
 void read_logging(TableReader& t, std::string& log_level) {

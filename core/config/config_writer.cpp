@@ -64,6 +64,7 @@ std::string to_toml(const Config& c) {
   line(out, "device", toml_string(c.runtime.device));
   line(out, "threads", std::to_string(c.runtime.threads));
   line(out, "seed", std::to_string(c.runtime.seed));
+  line(out, "head_top_k", std::to_string(c.runtime.head_top_k));
 
   out += "\n[plugins]\n";
   std::string dirs = "[";

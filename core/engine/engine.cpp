@@ -10,6 +10,7 @@
 #include "core/common/logging.hpp"
 #include "core/engine/admission.hpp"
 #include "core/engine/embedding_worker.hpp"
+#include "core/engine/head_selection.hpp"
 #include "core/engine/semantic_cache_client.hpp"
 #include "core/tokenizer/tokenizer.hpp"
 
@@ -319,7 +320,8 @@ void Engine::step() {
   }
   if (plan.batch.empty()) return;
   if (speculation_) speculation_->mark_logits(plan);
-  stack_->execute(plan, logits_);
+  select_head_rows(plan);
+  stack_->execute(plan, logits_, head_selection_);
   // Every token of this step is sampled at (nearly) the same moment: one clock read for all.
   const int64_t sampled_us = now_us();
   metrics_.on_step(step_tokens);
@@ -352,9 +354,17 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
     const size_t rows = drafts || plan.batch[i].all_logits ? static_cast<size_t>(seq.num_new_tokens)
                                                            : (plan.batch[i].need_logits ? 1 : 0);
     const std::span<const float> seq_rows = std::span<const float>(logits_).subspan(logit_row * vocab, rows * vocab);
+    SelectedRow selected;
+    if (rows == 1 && plan.batch[i].top_k > 0 && head_selection_.stride > 0) {
+      const size_t at = logit_row * static_cast<size_t>(head_selection_.stride);
+      const auto k = static_cast<size_t>(plan.batch[i].top_k);
+      selected = {std::span<const int32_t>(head_selection_.ids).subspan(at, k),
+                  std::span<const float>(head_selection_.values).subspan(at, k)};
+    }
     logit_row += rows;
     try {
-      update_seq(req, seq.num_new_tokens, plan.batch[i].all_logits, drafts, seq_rows, schedule_us, sampled_us);
+      update_seq(req, seq.num_new_tokens, plan.batch[i].all_logits, drafts, seq_rows, selected, schedule_us,
+                 sampled_us);
     } catch (const std::exception& e) {
       // Committing, sampling, logits processing and detokenizing touch this request alone: its
       // failure ends it and no other.
@@ -364,12 +374,21 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
   }
 }
 
+void Engine::select_head_rows(StepPlan& plan) const {
+  const int32_t limit = std::min(stack_->head_top_k(), info_.vocab_size);
+  for (size_t i = 0; i < plan.seqs.size(); ++i) {
+    SeqSchedule& seq = plan.batch[i];
+    seq.top_k = seq.need_logits && !seq.all_logits ? head_top_k_of(*plan.seqs[i].request, limit) : 0;
+  }
+}
+
 void Engine::update_seq(RequestState& req, int32_t num_new_tokens, bool all_logits, bool drafts,
-                        std::span<const float> rows, int64_t schedule_us, int64_t sampled_us) {
+                        std::span<const float> rows, SelectedRow selected, int64_t schedule_us, int64_t sampled_us) {
   // A NaN or infinity in a row means this request's numbers went bad in the forward pass (each
-  // row's arithmetic is its own): it ends before its blocks are committed for prefix reuse.
+  // row's arithmetic is its own): it ends before its blocks are committed for prefix reuse. A
+  // selected row shows its best entries: a NaN there, or an infinite best, is caught the same way.
   bool finite = true;
-  for (float x : rows) finite &= x - x == 0.0f;  // 0 for every finite x, NaN for NaN and infinity
+  for (float x : selected.ids.empty() ? rows : selected.values) finite &= x - x == 0.0f;  // NaN for NaN and infinity
   LOOM_CHECK(finite, "the model produced non-finite logits (NaN or infinity) for this request");
   if (drafts) {
     verify_drafts(req, rows, num_new_tokens, sampled_us);
@@ -379,6 +398,13 @@ void Engine::update_seq(RequestState& req, int32_t num_new_tokens, bool all_logi
   req.num_computed_tokens += num_new_tokens;
   stack_->cache_commit(req.view());
   if (req.num_computed_tokens < req.num_tokens()) return;  // a prefill chunk: nothing to sample
+  if (!selected.ids.empty()) {  // greedy or top-k sampling alone reads it (head_selection.hpp)
+    const int32_t token = stack_->sample_top(selected.ids, selected.values, req.sampling, req.rng);
+    req.token_ids.push_back(token);
+    metrics_.on_token(req.id, sampled_us);
+    emit(req, {token}, {});
+    return;
+  }
   const std::span<const float> row = rows.last(static_cast<size_t>(info_.vocab_size));
   if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
   sample_into(req, row, sampled_us);

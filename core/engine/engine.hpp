@@ -54,10 +54,17 @@ class Engine final : public EngineInterface {
   void step();
   // The update part of a step: advance, sample, detokenize, stop, stream, free.
   void update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us);
-  // One sequence's update from its logits rows [rows, vocab] (see update); throws when this
-  // request fails, which ends it alone.
+  // A sampled row the head answered with its best entries alone (HeadSelection), best first.
+  struct SelectedRow {
+    std::span<const int32_t> ids;
+    std::span<const float> values;
+  };
+  // Sets each planned sequence's top_k: the best entries its sampling reads (head_selection.hpp).
+  void select_head_rows(StepPlan& plan) const;
+  // One sequence's update from its logits rows [rows, vocab], or from its selected row when
+  // selected.ids is not empty (see update); throws when this request fails, which ends it alone.
   void update_seq(RequestState& req, int32_t num_new_tokens, bool all_logits, bool drafts,
-                  std::span<const float> rows, int64_t schedule_us, int64_t sampled_us);
+                  std::span<const float> rows, SelectedRow selected, int64_t schedule_us, int64_t sampled_us);
   // Asks again to release what requests that ended with a failed release still hold.
   void retry_releases();
   void drain_inbox();
@@ -120,6 +127,7 @@ class Engine final : public EngineInterface {
   ConstraintRegistry constraints_;
   std::vector<float> masked_row_;  // [vocab]: a constrained request's row after its mask
   std::vector<float> logits_;  // [n_logits, vocab]: one per sampled sequence, a chunk's all for prompt logprobs
+  HeadSelection head_selection_;  // the best entries of the rows that asked for them alone
   std::vector<float> processed_row_;    // [vocab] the row after a request's logits processors
   std::vector<int32_t> penalty_counts_;  // [vocab] zeros between uses (logits_processors scratch)
   std::vector<int32_t> eog_ids_;         // end-of-generation tokens, banned below min_tokens

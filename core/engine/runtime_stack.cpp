@@ -193,6 +193,15 @@ RuntimeStack::RuntimeStack(const Config& config)
   executor_ = std::make_unique<ModelExecutor>(model->weights(), forward_.attention_ops(), forward_.quant_ops(), *kv_pool_,
                                               *threads_, &kv_groups_);
   batch_builder_ = std::make_unique<BatchBuilder>(layout.block_size, kv_groups_.num_groups());
+  head_top_k_ = executor_->head_selects() ? config.runtime.head_top_k : 0;
+  if (head_top_k_ > 0)
+    LOOM_LOG_INFO("head: greedy and top_k <= {} rows take the quantization plugin's selection of their best tokens",
+                  head_top_k_);
+  else
+    LOOM_LOG_INFO("head: every sampled row computes its whole logits row ({})",
+                  config.runtime.head_top_k == 0           ? "runtime.head_top_k = 0"
+                  : hparams.final_logit_softcap > 0.0f ? "the model soft-caps its logits"
+                                                       : "the quantization plugin has no linear_top_k");
 
   loom_scheduler_create_args sched_args{};
   sched_args.struct_size = sizeof(sched_args);
@@ -293,6 +302,7 @@ void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
   std::vector<std::vector<int32_t>> tables;
   std::vector<SeqSchedule> seqs;
   std::vector<float> logits;
+  HeadSelection selection;
   int32_t touched = 0;
   for (int32_t step = -1; step < steps; ++step) {
     const auto& shape = kShapes[std::max(step, 0) % kNumShapes];
@@ -321,6 +331,7 @@ void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
     for (int32_t d = 0; d < shape[1] && context > 0 && take(context); ++d) {
       seqs.push_back(SeqSchedule{std::span<const int32_t>(tokens.data() + context - 1, 1), context - 1,
                                  tables.back(), true});
+      seqs.back().top_k = head_top_k_ > 0 ? 1 : 0;  // timed as a greedy decode row
       ++sample.decode_tokens;
       sample.kv_tokens += context;
     }
@@ -328,7 +339,7 @@ void RuntimeStack::calibrate(int32_t steps, StepTimeModel& model) {
     if (seqs.empty()) continue;
     const auto start = std::chrono::steady_clock::now();
     batch_builder_->build(seqs, batch_);
-    executor_->execute(batch_, logits);
+    executor_->execute(batch_, logits, &selection);
     sample.wall_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start)
                          .count();
     if (step >= 0) model.observe(sample);
@@ -366,9 +377,9 @@ void RuntimeStack::prepare(StepPlan& plan) {
   prepare_batch(plan, *cache_handle_, *swaps_, prefix_tiers_.get());
 }
 
-void RuntimeStack::execute(const StepPlan& plan, std::vector<float>& logits) {
+void RuntimeStack::execute(const StepPlan& plan, std::vector<float>& logits, HeadSelection& selection) {
   batch_builder_->build(plan.batch, batch_);
-  executor_->execute(batch_, logits);
+  executor_->execute(batch_, logits, &selection);
 }
 
 namespace {
@@ -384,6 +395,11 @@ SamplerSettings settings_of(const SamplingParams& params) {
 
 int32_t RuntimeStack::sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng) {
   return sampler_.sample(logits, settings_of(params), rng);
+}
+
+int32_t RuntimeStack::sample_top(std::span<const int32_t> ids, std::span<const float> values,
+                                 const SamplingParams& params, std::mt19937_64& rng) {
+  return sampler_.sample_top(ids, values, settings_of(params), rng);
 }
 
 void RuntimeStack::distribution(std::span<const float> logits, const SamplingParams& params, std::vector<double>& probs) {

@@ -83,8 +83,16 @@ class RuntimeStack {
   void prepare(StepPlan& plan);
   // Runs the model on plan.batch; logits get one row per sequence that completes its tokens
   // this step (in plan order).
-  void execute(const StepPlan& plan, std::vector<float>& logits);
+  // Rows whose sequence asks for a top_k (SeqSchedule::top_k) get their best entries in
+  // `selection` and no logits row (model_executor.hpp HeadSelection).
+  void execute(const StepPlan& plan, std::vector<float>& logits, HeadSelection& selection);
   int32_t sample(std::span<const float> logits, const SamplingParams& params, std::mt19937_64& rng);
+  // sample() from a row's best entries (the head's selection): the same token.
+  int32_t sample_top(std::span<const int32_t> ids, std::span<const float> values, const SamplingParams& params,
+                     std::mt19937_64& rng);
+  // The largest top_k a step may ask the head to select ([runtime] head_top_k); 0 when the
+  // quantization plugin cannot (no linear_top_k) or the model soft-caps its logits.
+  int32_t head_top_k() const { return head_top_k_; }
   // The distribution sample() draws from, dense [vocab] (speculative sampling's target).
   void distribution(std::span<const float> logits, const SamplingParams& params, std::vector<double>& probs);
   // The [speculator] plugin, created for this model with the host's draft models (speculator
@@ -153,6 +161,7 @@ class RuntimeStack {
   BuiltBatch batch_;
   Sampler sampler_;
   int32_t max_fit_tokens_ = 0;
+  int32_t head_top_k_ = 0;
 };
 
 }  // namespace loom

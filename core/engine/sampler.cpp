@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/common/error.hpp"
+#include "loom/sdk_top_k.hpp"
 
 namespace loom {
 namespace {
@@ -36,7 +37,9 @@ int32_t Sampler::argmax(std::span<const float> logits) {
 }
 
 size_t Sampler::filter(std::span<const float> logits, const SamplerSettings& settings) {
-  // Softmax of logits / T, in double. NaN logits get probability 0.
+  // exp((l - max) / T) in double, unnormalised: every step after it (top-k, top-p on the mass
+  // kept, min-p against the best, the draw scaled by the mass kept) is the same for any scale, so
+  // sample_top() computes these very numbers from the k best logits alone. NaN logits get 0.
   const int32_t n = static_cast<int32_t>(logits.size());
   const double max_logit = logits[static_cast<size_t>(argmax(logits))];
   cand_.resize(logits.size());
@@ -49,9 +52,12 @@ size_t Sampler::filter(std::span<const float> logits, const SamplerSettings& set
     total += p;
   }
   if (!(total > 0.0) || !std::isfinite(total)) throw Error("sampler: the logits row has no finite values");
-  for (auto& c : cand_) c.p /= total;
 
-  auto by_rank = [](const Candidate& a, const Candidate& b) { return a.p > b.p || (a.p == b.p && a.id < b.id); };
+  // Ranked by logit (then lower id, NaN last), the head's selection order (loom/sdk_top_k.hpp): the
+  // same order as by probability, except where exp rounds two close logits to one probability.
+  auto by_rank = [&logits](const Candidate& a, const Candidate& b) {
+    return sdk::ranks_before(logits[static_cast<size_t>(a.id)], a.id, logits[static_cast<size_t>(b.id)], b.id);
+  };
   size_t kept = cand_.size();
   const bool filtering = settings.top_k > 0 || settings.top_p < 1.0f || settings.min_p > 0.0f;
   if (filtering) {
@@ -61,24 +67,29 @@ size_t Sampler::filter(std::span<const float> logits, const SamplerSettings& set
     } else {
       std::sort(cand_.begin(), cand_.end(), by_rank);
     }
-    if (settings.top_p < 1.0f) {
-      double mass = 0.0;
-      for (size_t i = 0; i < kept; ++i) mass += cand_[i].p;
-      double cum = 0.0;
-      for (size_t i = 0; i < kept; ++i) {
-        cum += cand_[i].p;
-        if (cum >= settings.top_p * mass) {
-          kept = i + 1;
-          break;
-        }
+    kept = truncate(kept, settings);
+  }
+  return kept;
+}
+
+size_t Sampler::truncate(size_t kept, const SamplerSettings& settings) {
+  if (settings.top_p < 1.0f) {
+    double mass = 0.0;
+    for (size_t i = 0; i < kept; ++i) mass += cand_[i].p;
+    double cum = 0.0;
+    for (size_t i = 0; i < kept; ++i) {
+      cum += cand_[i].p;
+      if (cum >= settings.top_p * mass) {
+        kept = i + 1;
+        break;
       }
     }
-    if (settings.min_p > 0.0f) {
-      const double threshold = settings.min_p * cand_[0].p;
-      size_t i = 1;
-      while (i < kept && cand_[i].p >= threshold) ++i;
-      kept = i;
-    }
+  }
+  if (settings.min_p > 0.0f) {
+    const double threshold = settings.min_p * cand_[0].p;
+    size_t i = 1;
+    while (i < kept && cand_[i].p >= threshold) ++i;
+    kept = i;
   }
   return kept;
 }
@@ -87,7 +98,30 @@ int32_t Sampler::sample(std::span<const float> logits, const SamplerSettings& se
   if (logits.empty()) throw Error("sampler: empty logits row");
   check_settings(settings);
   if (settings.temperature == 0.0f) return argmax(logits);
-  const size_t kept = filter(logits, settings);
+  return draw(filter(logits, settings), rng);
+}
+
+int32_t Sampler::sample_top(std::span<const int32_t> ids, std::span<const float> values, const SamplerSettings& settings,
+                            std::mt19937_64& rng) {
+  if (ids.empty() || ids.size() != values.size()) throw Error("sampler: the best logits and their ids differ in count");
+  check_settings(settings);
+  if (settings.temperature == 0.0f) return ids[0];
+  if (settings.top_k <= 0 || ids.size() < static_cast<size_t>(settings.top_k))
+    throw Error("sampler: sampling from the best logits needs top_k (" + std::to_string(settings.top_k) +
+                ") of them, got " + std::to_string(ids.size()));
+  // filter()'s numbers for its top_k candidates, in its rank order already.
+  const auto k = static_cast<size_t>(settings.top_k);
+  const double max_logit = values[0];
+  cand_.resize(k);
+  for (size_t i = 0; i < k; ++i) {
+    const double l = values[i];
+    const double p = std::isnan(l) ? 0.0 : l == max_logit ? 1.0 : std::exp((l - max_logit) / settings.temperature);
+    cand_[i] = Candidate{p, ids[i]};
+  }
+  return draw(truncate(k, settings), rng);
+}
+
+int32_t Sampler::draw(size_t kept, std::mt19937_64& rng) {
   double mass = 0.0;
   for (size_t i = 0; i < kept; ++i) mass += cand_[i].p;
   const double r = uniform01(rng) * mass;

@@ -32,12 +32,18 @@ struct RowLogprobs {
 // Samples with reusable scratch (one per engine thread): no allocation once warmed up.
 // Order: softmax(logits / T) -> top-k -> top-p (on the mass left after top-k) -> min-p ->
 // renormalise -> draw u in [0, 1) from the top 53 bits of one rng() output. Deterministic for a
-// given seed on every platform. Candidates are ranked by probability, then by lower id.
+// given seed on every platform. Candidates are ranked by logit (the order of probability), then
+// by lower id.
 // Throws loom::Error naming a setting outside its range (temperature < 0, top_p not in (0, 1],
 // min_p not in [0, 1], top_k < 0) or an empty logits row.
 class Sampler {
  public:
   int32_t sample(std::span<const float> logits, const SamplerSettings& settings, std::mt19937_64& rng);
+  // sample() from a row's best logits alone, best first as loom::sdk::select_top_k orders them
+  // (the head's selection, model_executor.hpp): the same token for the same rng, for greedy
+  // (ids[0]) and for top_k sampling given at least top_k of them. Throws otherwise.
+  int32_t sample_top(std::span<const int32_t> ids, std::span<const float> values, const SamplerSettings& settings,
+                     std::mt19937_64& rng);
 
   // log_softmax of `logits` at `token` and the top_n most likely tokens (top_n >= 0, at most the
   // vocabulary): one pass for the maximum, one for the sum of exponentials, and a bounded heap
@@ -58,6 +64,10 @@ class Sampler {
   // softmax(logits / T) -> top-k -> top-p -> min-p into cand_; returns how many lead cand_ (all of
   // them, unsorted, when nothing filters). Settings checked, temperature > 0.
   size_t filter(std::span<const float> logits, const SamplerSettings& settings);
+  // top-p, then min-p, on the first `kept` of cand_ (ranked); returns how many stay.
+  size_t truncate(size_t kept, const SamplerSettings& settings);
+  // The draw among the first `kept` of cand_, in proportion to their (unnormalised) p.
+  int32_t draw(size_t kept, std::mt19937_64& rng);
   struct Candidate {
     double p;
     int32_t id;

@@ -72,6 +72,7 @@ void BatchBuilder::build(std::span<const SeqSchedule> seqs, BuiltBatch& out) con
   out.seq_lens.resize(seqs.size());
   out.block_tables.assign(groups * seqs.size() * static_cast<size_t>(max_blocks), -1);
   out.logits_indices.clear();
+  out.logits_top_k.clear();
 
   int32_t t = 0;
   out.query_start[0] = 0;
@@ -98,8 +99,10 @@ void BatchBuilder::build(std::span<const SeqSchedule> seqs, BuiltBatch& out) con
     }
     if (seq.all_logits) {
       for (int32_t i = out.query_start[s]; i < t; ++i) out.logits_indices.push_back(i);
+      out.logits_top_k.resize(out.logits_indices.size(), 0);
     } else if (seq.need_logits) {
       out.logits_indices.push_back(t - 1);
+      out.logits_top_k.push_back(std::max(seq.top_k, 0));
     }
   }
 }

@@ -25,6 +25,9 @@ struct SeqSchedule {
   std::span<const int32_t> block_table;  // the sequence's KV block ids, in position order
   bool need_logits = false;              // logits of the last token are wanted (sampling)
   bool all_logits = false;               // logits of every token are wanted (prompt logprobs)
+  // > 0 with need_logits (and not all_logits): only the top_k best logits of the last token are
+  // wanted, ids and values (model_executor.hpp HeadSelection), not the whole row.
+  int32_t top_k = 0;
   // [num_groups] each group's table when the cache keeps several (group_tables[0] is
   // block_table); empty: every group uses block_table.
   std::span<const std::span<const int32_t>> group_tables;
@@ -40,6 +43,7 @@ struct BuiltBatch {
   std::vector<int32_t> block_tables;    // [num_groups, num_seqs, max_blocks_per_seq], padded with -1
   std::vector<int32_t> logits_indices;  // [n_logits] token indices whose logits are wanted, in order:
                                         // a sequence's last token, or all of them (all_logits)
+  std::vector<int32_t> logits_top_k;    // [n_logits] the row's top_k; 0 = the whole row
   int32_t max_blocks_per_seq = 0;
   int32_t block_size = 0;
   int32_t num_groups = 1;

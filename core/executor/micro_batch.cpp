@@ -46,11 +46,13 @@ void slice_batch(const BuiltBatch& in, int32_t t0, int32_t t1, BuiltBatch& out, 
     }
   }
   out.logits_indices.clear();
+  out.logits_top_k.clear();
   logit_rows.clear();
   for (size_t i = 0; i < in.logits_indices.size(); ++i) {
     const int32_t t = in.logits_indices[i];
     if (t >= t0 && t < t1) {
       out.logits_indices.push_back(t - t0);
+      out.logits_top_k.push_back(in.logits_top_k.empty() ? 0 : in.logits_top_k[i]);
       logit_rows.push_back(static_cast<int32_t>(i));
     }
   }

@@ -240,25 +240,43 @@ void ModelExecutor::set_max_micro_batch(int32_t n) {
   max_micro_batch_ = n;
 }
 
-void ModelExecutor::execute(const BuiltBatch& batch, std::vector<float>& logits) {
+void ModelExecutor::execute(const BuiltBatch& batch, std::vector<float>& logits, HeadSelection* selection) {
   const int32_t T = batch.num_tokens();
   if (T <= max_micro_batch_) {
-    execute_tokens(batch, logits);
+    execute_tokens(batch, logits, selection);
     return;
   }
   const int64_t vocab = hp_.vocab_size;
   logits.resize(static_cast<size_t>(int64_t{batch.num_logits()} * vocab));
+  if (selection != nullptr) {
+    // The step's stride, whichever micro-batch holds its widest row.
+    int32_t widest = 0;
+    if (head_selects())
+      for (int32_t k : batch.logits_top_k) widest = std::max(widest, std::min(k, hp_.vocab_size));
+    selection->stride = widest;
+    selection->ids.resize(static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(widest));
+    selection->values.resize(selection->ids.size());
+  }
   for (int32_t t0 = 0; t0 < T; t0 += max_micro_batch_) {
     slice_batch(batch, t0, std::min(T, t0 + max_micro_batch_), micro_, micro_rows_);
-    execute_tokens(micro_, micro_logits_);
+    execute_tokens(micro_, micro_logits_, selection != nullptr ? &micro_selection_ : nullptr);
     for (size_t i = 0; i < micro_rows_.size(); ++i) {
+      const auto to = static_cast<size_t>(micro_rows_[i]);
+      if (!micro_.logits_top_k.empty() && micro_.logits_top_k[i] > 0 && micro_selection_.stride > 0) {
+        const auto k = static_cast<size_t>(std::min(micro_.logits_top_k[i], micro_selection_.stride));
+        const size_t from = i * static_cast<size_t>(micro_selection_.stride);
+        const size_t into = to * static_cast<size_t>(selection->stride);
+        std::copy_n(micro_selection_.ids.begin() + from, k, selection->ids.begin() + into);
+        std::copy_n(micro_selection_.values.begin() + from, k, selection->values.begin() + into);
+        continue;
+      }
       const float* row = micro_logits_.data() + static_cast<int64_t>(i) * vocab;
-      std::copy(row, row + vocab, logits.data() + int64_t{micro_rows_[i]} * vocab);
+      std::copy(row, row + vocab, logits.data() + static_cast<int64_t>(to) * vocab);
     }
   }
 }
 
-void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& logits) {
+void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& logits, HeadSelection* selection) {
   const int64_t T = batch.num_tokens();
   const int64_t dim = hp_.dim, ff = hp_.ffn_dim, H = hp_.n_heads, KVH = hp_.n_kv_heads, D = hp_.head_dim;
   const int64_t n_logits = batch.num_logits();
@@ -380,11 +398,7 @@ void ModelExecutor::execute_tokens(const BuiltBatch& batch, std::vector<float>& 
   // Final norm and classifier on the sampled rows, gathered into final_ in the last layer.
   float* fin = final_.data();
   cpu::rmsnorm(fin, dim, output_norm_.data(), fin, dim, n_logits, dim, hp_.rms_eps, pool);
-  linear(output_, fin, n_logits, dim, logits.data(), hp_.vocab_size);
-  if (hp_.final_logit_softcap > 0.0f) {  // Gemma 2 style: cap * tanh(logit / cap)
-    const float cap = hp_.final_logit_softcap;
-    for (float& z : logits) z = cap * std::tanh(z / cap);
-  }
+  head(batch, fin, logits, selection);
 }
 
 }  // namespace loom

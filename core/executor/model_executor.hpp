@@ -37,6 +37,16 @@ struct QuantOps {
   const loom_quantization_vtable* vt = nullptr;
 };
 
+// The head's selection for the logits rows that want only their best entries
+// (BuiltBatch::logits_top_k[i] = k > 0): row i's k best logits, best first (larger value, lower id
+// on ties, NaN last: loom/sdk_top_k.hpp), with the bits its whole row would hold, at
+// [i * stride, i * stride + k). Such a row's logits are not written.
+struct HeadSelection {
+  int32_t stride = 0;          // entries per logits row: the step's largest top_k (0: none selected)
+  std::vector<int32_t> ids;    // [n_logits, stride]
+  std::vector<float> values;   // [n_logits, stride]
+};
+
 class ModelExecutor {
  public:
   // Reads the model from `file` (which must outlive the executor: f32 weights are used in place)
@@ -59,7 +69,13 @@ class ModelExecutor {
   // logits to [batch.num_logits(), vocab] (row i for token batch.logits_indices[i]).
   // A step of more than max_micro_batch() tokens runs as consecutive micro-batches of at most
   // that many (micro_batch.hpp), with the same logits bit for bit.
-  void execute(const BuiltBatch& batch, std::vector<float>& logits);
+  // With `selection` and head_selects(), the rows with a logits_top_k get their best entries there
+  // and no logits row (HeadSelection); without, every row is written whole.
+  void execute(const BuiltBatch& batch, std::vector<float>& logits, HeadSelection* selection = nullptr);
+
+  // Whether execute() can select a head row's best entries itself: the quantization plugin offers
+  // linear_top_k (interface 1.5), and no final soft-cap reshapes the logits after it.
+  bool head_selects() const;
 
   // Tokens per micro-batch (default kDefaultMicroBatch, as llama.cpp's n_ubatch): bounds the
   // activation buffers. Throws loom::Error unless n >= 1.
@@ -94,7 +110,10 @@ class ModelExecutor {
   // Hands one weight to the quantization plugin, with its name, role and logical [out, in] shape
   // (and companion lookups into `source` when there is one).
   // One micro-batch through every layer.
-  void execute_tokens(const BuiltBatch& batch, std::vector<float>& logits);
+  void execute_tokens(const BuiltBatch& batch, std::vector<float>& logits, HeadSelection* selection);
+  // Final norm's output fin [n_logits, dim] through the classifier (model_executor_head.cpp): whole
+  // rows into logits, the rows with a top_k into `selection` when it is given.
+  void head(const BuiltBatch& batch, float* fin, std::vector<float>& logits, HeadSelection* selection);
   void* prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role, int64_t out,
                 int64_t in, const GgufFile* source, int32_t expert = -1);
   void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);
@@ -133,6 +152,13 @@ class ModelExecutor {
   BuiltBatch micro_;                  // the current micro-batch of a large step
   std::vector<int32_t> micro_rows_;   // its logits rows in the step's logits
   std::vector<float> micro_logits_;   // [micro_.num_logits(), vocab]
+  HeadSelection micro_selection_;     // its head selection
+  // The head's rows split by kind: indices into the step's logits rows, gathered inputs, outputs.
+  std::vector<int32_t> whole_rows_, picked_rows_;
+  std::vector<float> head_x_;         // [rows, dim]
+  std::vector<float> head_y_;         // [whole rows, vocab]
+  std::vector<int32_t> head_ids_;     // [picked rows, k]
+  std::vector<float> head_values_;    // [picked rows, k]
   std::vector<float> output_norm_;  // [dim]
   void* output_ = nullptr;          // classifier handle
 

@@ -38,7 +38,9 @@ const std::vector<KindInfo>& all_kinds() {
            {2, LOOM_SIZE_THROUGH(loom_quantization_vtable, linear_group),
             sizeof(loom_quantization_create_args)},  // + linear_group
            {3, LOOM_SIZE_THROUGH(loom_quantization_vtable, reads), sizeof(loom_quantization_create_args)},  // + reads
-           {4, sizeof(loom_quantization_vtable), sizeof(loom_quantization_create_args)},  // + linear_experts
+           {4, LOOM_SIZE_THROUGH(loom_quantization_vtable, linear_experts),
+            sizeof(loom_quantization_create_args)},                                     // + linear_experts
+           {5, sizeof(loom_quantization_vtable), sizeof(loom_quantization_create_args)},  // + linear_top_k
        }},
       {LOOM_KIND_SCHEDULER, "scheduler", LOOM_SCHEDULER_IFACE_MAJOR, LOOM_SCHEDULER_IFACE_MINOR,
        {

@@ -47,7 +47,7 @@ TEST(ConfigErrors, UnknownKeyInACoreTableListsTheValidOnes) {
             "require_json_content_type, special_tokens_in_chat, special_tokens_in_prompt, cors_allow_origins");
   EXPECT_EQ(error_of("[runtime]\nwhatever = { a = 1 }\n"),
             "/etc/loom/bad.toml:2:1: runtime.whatever: unknown key; valid keys: device, threads, "
-            "seed");
+            "seed, head_top_k");
   EXPECT_EQ(error_of("[model]\n\"odd key\" = 1\n"),
             "/etc/loom/bad.toml:2:1: model.\"odd key\": unknown key; valid keys: path, name, "
             "max_model_len, chat_template, reasoning_parser, tool_parser, reasoning_start, reasoning_end");

@@ -337,6 +337,7 @@ cors_allow_origins = []
 device = "cpu"
 threads = 0
 seed = 0
+head_top_k = 64
 
 [plugins]
 dirs = []

@@ -75,6 +75,8 @@ TEST(PluginKind, HostSizesAndVersions) {
   EXPECT_EQ(kind_info(LOOM_KIND_ATTENTION).version(0).vtable_size, offsetof(loom_attention_vtable, forward_rope_k));
   EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).version(1).vtable_size,
             offsetof(loom_quantization_vtable, linear_group));
+  EXPECT_EQ(kind_info(LOOM_KIND_QUANTIZATION).version(4).vtable_size,
+            offsetof(loom_quantization_vtable, linear_top_k));
   EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).version(0).create_args_size, 0u);
   EXPECT_EQ(kind_info(LOOM_KIND_SEMANTIC_CACHE).version(2).create_args_size, sizeof(loom_semantic_cache_create_args));
   EXPECT_THROW(kind_info(static_cast<loom_plugin_kind>(0)), Error);

@@ -10,7 +10,8 @@
 #   tools/bench/serving-vs-peers.sh [BUILD_DIR]
 # Env: CONCURRENCY ("1 8 32"), ROUNDS (3), PROMPTS (48), INPUT_LEN (256), OUTPUT_LEN (64),
 # THREADS (nproc), ENGINES ("loom loom-bf16 vllm llama"; loom is the default configuration,
-# loom-bf16 adds compute = "bf16" and max_step_ms = 0; LOOM_ARGS: more arguments for loom, e.g.
+# loom-bf16 adds compute = "bf16" and max_step_ms = 0; loom-whole is the default configuration
+# with runtime.head_top_k = 0, every sampled row's logits computed whole; LOOM_ARGS: more arguments for loom, e.g.
 # "--config FILE", and LOOM_LABEL its name in the table), KV_DTYPE (bf16, Loom's pool; vLLM's follows the
 # model's dtype, llama-server's is set to the same), PORT (18491), VLLM_KV_GIB (2, vLLM's
 # VLLM_CPU_KVCACHE_SPACE). Writes BUILD_DIR/bench-results/serving-vs-peers/. Needs the peers:
@@ -55,6 +56,12 @@ run() {  # run ENGINE CONCURRENCY ROUND
         >"$out/loom-bf16.toml"
       "$bin/loom-server" --model "$model" --port "$port" -t "$threads" --kv-dtype "$kv_dtype" \
         --config "$out/loom-bf16.toml" >"$log" 2>&1 & ;;
+    loom-whole)
+      # The head's selection off (runtime.head_top_k = 0): what the default configuration gains
+      # from it, in the same run.
+      printf '[runtime]\nhead_top_k = 0\n' >"$out/loom-whole.toml"
+      "$bin/loom-server" --model "$model" --port "$port" -t "$threads" --kv-dtype "$kv_dtype" \
+        --config "$out/loom-whole.toml" >"$log" 2>&1 & ;;
     vllm)
       # As vLLM's CPU guide sets it up: tcmalloc and the Intel OpenMP runtime preloaded, the
       # model's threads bound to the cores (all of them: the default keeps one for the frontend
@@ -91,7 +98,8 @@ out, rounds, levels, engines, threads, isa = sys.argv[1], int(sys.argv[2]), sys.
 sys.path.insert(0, os.environ["BENCH_DIR"])
 from serve_medians import load as load_runs
 load = lambda engine, c: load_runs(out, engine, c, rounds)
-names = {"loom": os.environ.get("LOOM_LABEL", "Loom (default)"), "loom-bf16": "Loom (compute bf16, max_step_ms 0)", "vllm": "vLLM CPU",
+names = {"loom": os.environ.get("LOOM_LABEL", "Loom (default)"), "loom-bf16": "Loom (compute bf16, max_step_ms 0)",
+         "loom-whole": "Loom (head_top_k 0: whole rows)", "vllm": "vLLM CPU",
          "llama": "llama-server"}
 print(f"{threads} threads, CPU flags: {isa.strip()}. Medians of {rounds} rounds, engines rotating, a fresh server per run.\n")
 print("| concurrency | engine | output tok/s | TPOT p50 / p99 ms | ITL p99 ms | TTFT p50 / p99 ms | tok/s per round |")

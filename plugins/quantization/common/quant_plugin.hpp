@@ -21,6 +21,21 @@ namespace loom_quant {
 using loom::sdk::ConfigError;
 using loom::sdk::Error;
 
+// A 2-d view [rows, cols] of `data` in `dtype`, rows `row_stride` elements apart.
+inline loom_tensor_view matrix_view(const void* data, loom_dtype dtype, int64_t rows, int64_t cols,
+                                    int64_t row_stride) {
+  loom_tensor_view v{};
+  v.data = const_cast<void*>(data);
+  v.dtype = dtype;
+  v.ndim = 2;
+  v.shape[0] = rows;
+  v.shape[1] = cols;
+  v.shape[2] = v.shape[3] = 1;
+  v.strides[0] = row_stride;
+  v.strides[1] = v.strides[2] = v.strides[3] = 1;
+  return v;
+}
+
 // The "simd" key every quantization plugin has: "auto" (the fastest kernels this CPU runs),
 // "avx2" (the AVX2 kernels even where the CPU has AVX-512: they give the same bits, so this
 // compares the two instruction sets on one machine, or avoids AVX-512's clock drop on CPUs that

@@ -13,6 +13,9 @@
 // (prefill tiles on AVX-512F where it has that, same bits; config key "simd"), else portable.
 // compute = "bf16" (opt-in, none_bf16.hpp) trades those bits for AVX512-BF16 dot products on
 // weights and activations rounded to bfloat16; batched == alone still holds within the mode.
+// linear_top_k (interface 1.5, none_head_top_k.hpp) selects a head's largest outputs with linear's
+// bits; on the exact path of an AVX512-BF16 CPU it screens every output in bf16 under a rigorous
+// bound and computes only the candidates exactly (the head's norms are kept from load for it).
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <algorithm>
@@ -31,6 +34,7 @@
 #include "loom/sdk_dtype.hpp"
 #include "common/weight_pages.hpp"
 #include "none_bf16.hpp"
+#include "none_head_top_k.hpp"
 #include "none_panel.hpp"
 
 namespace {
@@ -75,14 +79,26 @@ bool is_supported(loom_dtype t) {
   return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
 }
 
-// A prepared weight: its panels, owned.
+// A prepared weight: its panels, owned, and (for linear_top_k's screen) its row norms: from load
+// for the classifier head, else made by the first linear_top_k on it.
 struct Weight {
   struct Free {
     void operator()(void* p) const { ::operator delete(p, std::align_val_t{64}); }
   };
   loom_none::PanelView view;
   std::unique_ptr<void, Free> panels;
+  loom_none::HeadNorms norms;
 };
+
+// Whether linear_top_k screens: the exact path with every kernel allowed, on AVX512-BF16.
+bool screens(const Options& opt, bool bf16) {
+#ifdef LOOM_NONE_HAVE_AVX2
+  return !bf16 && opt.simd == loom_quant::kSimdAuto && loom_none::cpu_has_avx512_bf16();
+#else
+  (void)opt, (void)bf16;
+  return false;
+#endif
+}
 
 class NoneQuantization {
  public:
@@ -97,7 +113,8 @@ class NoneQuantization {
   }
 
   NoneQuantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
-      : host_(host), kernel_(choose_kernels(host, opt, bf16_)) {
+      : host_(host), kernel_(choose_kernels(host, opt, bf16_)), screen_(screens(opt, bf16_)),
+        top_k_(host.num_threads()) {
     loom_quant::require_cpu(args, kName);
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
   }
@@ -142,6 +159,8 @@ class NoneQuantization {
         loom_none::pack_panels(w->data, w->strides[0], v, weight->panels.get(), begin, end);
     });
     weight->view.data = weight->panels.get();
+    if (screen_ && info != nullptr && info->role == LOOM_WEIGHT_OUTPUT)
+      weight->norms = loom_none::HeadTopK::norms_of(host_, weight->view);
     // The file's copy is not read again, unless it is the token embedding serving as the tied
     // classifier (the embedding lookup reads it) or nothing says which tensor it is.
     if (info != nullptr && info->name != nullptr && std::strcmp(info->name, "token_embd.weight") != 0) {
@@ -225,6 +244,41 @@ class NoneQuantization {
     if (!group_.empty()) decode(x->strides[0], static_cast<size_t>(loom_none::scratch_floats(widest, group_[0].w->in)));
   }
 
+  // Quantization interface 1.5: each row's k largest outputs, exactly as selected from linear's
+  // row (none_head_top_k.hpp).
+  void linear_top_k(void* handle, const loom_tensor_view* x, int32_t k, int32_t* ids, float* values) {
+    if (handle == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "weight handle is null");
+    Weight& weight = *static_cast<Weight*>(handle);
+    const loom_none::PanelView& w = weight.view;
+    if (x == nullptr || x->data == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "x is null");
+    if (x->dtype != LOOM_DTYPE_F32) throw Error(LOOM_ERR_UNSUPPORTED, "quantization none: x must be f32");
+    if (x->ndim != 2 || x->shape[0] < 0 || x->shape[1] != w.in || x->strides[1] != 1 ||
+        (x->shape[0] > 1 && x->strides[0] < w.in))
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: linear_top_k expects x [n, " + std::to_string(w.in) +
+                                                 "] with contiguous rows, got [" + std::to_string(x->shape[0]) +
+                                                 ", " + std::to_string(x->shape[1]) + "]");
+    if (k < 1 || k > w.out)
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "quantization none: linear_top_k needs 1 <= k <= " +
+                                                 std::to_string(w.out) + " (out features), got " + std::to_string(k));
+    const int64_t n = x->shape[0];
+    if (n == 0) return;
+    if (ids == nullptr || values == nullptr) throw Error(LOOM_ERR_INVALID_ARGUMENT, "ids or values is null");
+    const auto* xd = static_cast<const float*>(x->data);
+    const loom_none::LinearRows rows = [this, &weight](const float* xr, int64_t xs, int64_t m, float* y) {
+      const loom_tensor_view xv = loom_quant::matrix_view(xr, LOOM_DTYPE_F32, m, weight.view.in, xs);
+      loom_tensor_view yv = loom_quant::matrix_view(y, LOOM_DTYPE_F32, m, weight.view.out, weight.view.out);
+      linear(weight, &xv, &yv);
+    };
+#ifdef LOOM_NONE_HAVE_AVX2
+    if (screen_ && loom_none::HeadTopK::screens(w.out, w.in, k)) {
+      if (weight.norms.n.empty()) weight.norms = loom_none::HeadTopK::norms_of(host_, w);
+      top_k_.screened(host_, kernel_.gemm, w, weight.norms, xd, x->strides[0], n, k, ids, values, rows);
+      return;
+    }
+#endif
+    top_k_.by_linear(host_, w.out, xd, x->strides[0], n, k, ids, values, rows);
+  }
+
  private:
   // One linear of a group: its weight, input rows and output, and (prefill) its panel chunking.
   struct Target {
@@ -302,6 +356,8 @@ class NoneQuantization {
   loom::sdk::Host host_;
   bool bf16_ = false;  // compute bf16 is on: weights in pair panels, kernel_ the bf16 set
   loom_none::PanelKernels kernel_;
+  bool screen_;                    // linear_top_k screens (screens())
+  loom_none::HeadTopK top_k_;      // linear_top_k's scratch
   std::vector<std::vector<float>> scratch_;  // per thread: packed rows of x, reused
   std::vector<float> packed_;                // the prefill's shared packed x, reused
   std::vector<Target> group_;                // the linears of the current call, reused

@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define LOOM_QUANTIZATION_IFACE_MAJOR 1
-#define LOOM_QUANTIZATION_IFACE_MINOR 4
+#define LOOM_QUANTIZATION_IFACE_MINOR 5
 
 typedef struct loom_quantization_create_args {
   uint32_t struct_size;
@@ -124,6 +124,21 @@ typedef struct loom_quantization_vtable {
    * once for each expert that has rows. */
   loom_status (*linear_experts)(void* self, void* const* handles, int32_t count, const int32_t* offsets,
                                 const loom_tensor_view* x, loom_tensor_view* y, loom_error_buf* err);
+  /* Minor 5, optional: a classifier head's selection for rows that sample from their largest
+   * outputs alone (greedy, or top-k without logprobs), without handing every output back. For each
+   * row t < n_tokens of x, the k largest outputs of y[t] = x[t] @ W^T, best first:
+   *   x:      [n_tokens, in_features] f32, as for linear
+   *   ids:    [n_tokens, k] output indices (written)
+   *   values: [n_tokens, k] f32 (written)
+   * values[t * k + i] holds exactly the bits linear would write to y[t][ids[t * k + i]], and the
+   * order is the one loom::sdk::select_top_k (sdk_top_k.hpp) gives on linear's row: larger value
+   * first, the lower index first among equal values, NaN below every number. 1 <= k <=
+   * out_features. A plugin may find them without computing every output exactly, by screening
+   * every output at lower precision under a rigorous error bound and computing the candidates
+   * that bound cannot rule out exactly: the answer must be the selection from linear's row, bit
+   * for bit. A host without this entry calls linear and selects. */
+  loom_status (*linear_top_k)(void* self, void* handle, const loom_tensor_view* x, int32_t k, int32_t* ids,
+                              float* values, loom_error_buf* err);
 } loom_quantization_vtable;
 
 #ifdef __cplusplus

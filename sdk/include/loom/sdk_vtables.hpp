@@ -291,12 +291,26 @@ struct VtableFor<loom_quantization_vtable, T> {
       else return LOOM_ERR_UNSUPPORTED;  // never in the table (null there)
     });
   }
+  // A plugin class with linear_top_k(handle, x, k, ids, values) selects a head's k largest outputs
+  // per row itself (interface 1.5); without it the host calls linear and selects.
+  static constexpr bool kHasTopK = requires(T& t, void* h, const loom_tensor_view* x, int32_t* i, float* v) {
+    t.linear_top_k(h, x, 1, i, v);
+  };
+  static loom_status linear_top_k(void* s, void* handle, const loom_tensor_view* x, int32_t k, int32_t* ids,
+                                  float* values, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if constexpr (kHasTopK)
+        return detail::status_of([&] { return detail::self_as<T>(s).linear_top_k(handle, x, k, ids, values); });
+      else return LOOM_ERR_UNSUPPORTED;  // never in the table (null there)
+    });
+  }
   static constexpr loom_quantization_vtable kTable = {sizeof(loom_quantization_vtable), &supports,
                                                       &prepare_weight, &linear, &release_weight,
                                                       &prepare_weight_info,
                                                       kHasGroup ? &linear_group : nullptr,
                                                       kHasReads ? &reads : nullptr,
-                                                      kHasExperts ? &linear_experts : nullptr};
+                                                      kHasExperts ? &linear_experts : nullptr,
+                                                      kHasTopK ? &linear_top_k : nullptr};
 };
 
 template <class T>

@@ -1,0 +1,285 @@
+// quantization/none's linear_top_k at kernel level (none_head_screen.hpp, none_head_top_k.hpp):
+//   - the screen kernel, for f32/f16/bf16 panels, odd and even in, out not a multiple of 16,
+//     n = 1..20 and split panel ranges: within the summation bound of a double reference on the
+//     same bf16 operands (the pairing and the layout), padding lanes exactly 0, and every output
+//     inside screen_interval of linear's value (the exact FMA chain), including a crafted row
+//     whose rounding errors all add up and which comes within 10% of the bound;
+//   - the scans: threshold and candidates exactly those of screen_interval applied one by one,
+//     NaN for a non-finite screen, -1 past the candidate limit;
+//   - the bound's helpers: bf16 pairs, refusals, norms rounded up by at most 2^-19;
+//   - HeadTopK::screened: select_top_k over the exact kernel's rows, bit for bit, with random rows
+//     settled by the screen alone and all-equal or NaN rows sent to linear.
+// "Native" runs where the CPU has AVX512-BF16 (skipped, saying so, elsewhere); "Emulated" runs the
+// kernel and scans compiled against SIMDe on any AVX2 CPU.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "loom/sdk_half.hpp"
+#include "loom/sdk_top_k.hpp"
+#include "none_bf16.hpp"
+#include "none_head_screen.hpp"
+#include "none_head_top_k.hpp"
+
+namespace {
+
+using loom_none::kPanel;
+using loom_none::PanelView;
+using loom_none::RowBound;
+
+using Screen = void (*)(const PanelView&, int64_t, int64_t, const uint32_t*, int64_t, float*, int64_t);
+using Threshold = float (*)(const float*, const float*, int64_t, const RowBound&, int32_t, float*);
+using Candidates = int64_t (*)(const float*, const float*, int64_t, const RowBound&, float, int32_t*, int64_t);
+
+const char* name_of(loom_dtype t) { return t == LOOM_DTYPE_F32 ? "f32" : t == LOOM_DTYPE_F16 ? "f16" : "bf16"; }
+
+// W [out, in] stored as `dtype` (its values as floats in `w`) and packed in exact-path panels.
+struct Head {
+  std::vector<float> w;
+  std::vector<char> panels;
+  PanelView view;
+};
+
+Head make_head(const std::vector<float>& src, loom_dtype dtype, int64_t out, int64_t in) {
+  Head h;
+  h.w.resize(src.size());
+  std::vector<uint16_t> bits(src.size());
+  for (size_t i = 0; i < src.size(); ++i) {
+    if (dtype == LOOM_DTYPE_F32) {
+      h.w[i] = src[i];
+    } else {
+      bits[i] = dtype == LOOM_DTYPE_F16 ? loom::sdk::f32_to_f16(src[i]) : loom::sdk::f32_to_bf16(src[i]);
+      h.w[i] = dtype == LOOM_DTYPE_F16 ? loom::sdk::f16_to_f32(bits[i]) : loom::sdk::bf16_to_f32(bits[i]);
+    }
+  }
+  h.view = PanelView{dtype, out, in, (out + kPanel - 1) / kPanel, nullptr};
+  h.panels.assign(static_cast<size_t>(loom_none::panel_bytes(h.view) * h.view.n_panels), 0x5a);
+  const void* data = dtype == LOOM_DTYPE_F32 ? static_cast<const void*>(src.data()) : bits.data();
+  loom_none::pack_panels(data, in, h.view, h.panels.data(), 0, h.view.n_panels);
+  h.view.data = h.panels.data();
+  return h;
+}
+
+// linear's value: one fused multiply-add chain in increasing k from 0.
+float exact_dot(const float* x, const float* w, int64_t in) {
+  float acc = 0.0F;
+  for (int64_t k = 0; k < in; ++k) acc = std::fma(x[k], w[k], acc);
+  return acc;
+}
+
+float rounded(float v) { return loom::sdk::bf16_to_f32(loom::sdk::f32_to_bf16(v)); }
+
+// x [n, in] random, except row 0 when `coherent`: every element 1 + 2^-8 - 2^-20, which bf16 rounds
+// down to 1 (as it does the crafted weight row 0), so all rounding errors have one sign.
+constexpr float kCoherent = 1.0F + 0x1p-8F - 0x1p-20F;
+
+void check_screen(Screen screen) {
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<float> u(-1.0F, 1.0F);
+  for (const auto& [out, in] :
+       {std::pair<int64_t, int64_t>{37, 91}, {70, 130}, {33, 257}, {16, 1}, {5, 2}, {200, 64}}) {
+    std::vector<float> src(static_cast<size_t>(out * in));
+    for (auto& e : src) e = u(rng);
+    std::fill(src.begin(), src.begin() + in, kCoherent);
+    std::vector<float> x(static_cast<size_t>(20 * in));
+    for (auto& e : x) e = 2.0F * u(rng);
+    std::fill(x.begin(), x.begin() + in, kCoherent);
+    for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
+      const Head h = make_head(src, dtype, out, in);
+      const int64_t ss = h.view.n_panels * kPanel, kpn = loom_none::pairs_of(in);
+      std::vector<float> norms(static_cast<size_t>(ss));
+      loom_none::head_norms(h.view, 0, h.view.n_panels, norms.data());
+      const float max_norm = *std::max_element(norms.begin(), norms.end());
+      std::vector<uint32_t> xp(static_cast<size_t>(20 * kpn));
+      std::vector<RowBound> bounds(20);
+      for (int64_t t = 0; t < 20; ++t)
+        ASSERT_TRUE(
+            loom_none::pack_screen_row(x.data() + t * in, in, dtype, max_norm, xp.data() + t * kpn, &bounds[t]));
+      for (int64_t n = 1; n <= 20; ++n) {
+        const std::string at = std::string(name_of(dtype)) + " [" + std::to_string(out) + ", " + std::to_string(in) +
+                               "], n = " + std::to_string(n);
+        std::vector<float> s(static_cast<size_t>(n * ss), NAN);
+        const int64_t split = n % 2 == 0 ? 1 : h.view.n_panels;  // even n: the panels split after the first
+        screen(h.view, 0, split, xp.data(), n, s.data(), ss);
+        screen(h.view, split, h.view.n_panels, xp.data(), n, s.data(), ss);
+        for (int64_t t = 0; t < n; ++t) {
+          const float* xt = x.data() + t * in;
+          for (int64_t o = out; o < ss; ++o) ASSERT_EQ(s[static_cast<size_t>(t * ss + o)], 0.0F) << at << " padding";
+          for (int64_t o = 0; o < out; ++o) {
+            const float* wo = h.w.data() + o * in;
+            double dot = 0, mag = 0;
+            for (int64_t k = 0; k < in; ++k) {
+              const double p = static_cast<double>(rounded(xt[k])) * rounded(wo[k]);
+              dot += p;
+              mag += std::fabs(p);
+            }
+            const float got = s[static_cast<size_t>(t * ss + o)];
+            ASSERT_LE(std::fabs(got - dot), 2.02 * static_cast<double>(in + 2) * 0x1p-24 * mag + 1e-30)
+                << at << ": row " << t << " feature " << o << " off the bf16 dot product";
+            float lo = 0, up = 0;
+            loom_none::screen_interval(got, norms[static_cast<size_t>(o)], bounds[t], &lo, &up);
+            const float y = exact_dot(xt, wo, in);
+            ASSERT_LE(lo, y) << at << ": row " << t << " feature " << o;
+            ASSERT_GE(up, y) << at << ": row " << t << " feature " << o;
+            if (t == 0 && o == 0 && dtype != LOOM_DTYPE_BF16 && in >= 16) {  // the crafted pair: nearly the bound
+              EXPECT_GE(std::fabs(y - got), 0.9 * (up - got)) << at << ": the coherent row's error";
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Threshold and candidates against screen_interval applied to each output in turn.
+void check_scans(Threshold threshold, Candidates candidates) {
+  std::mt19937_64 rng(23);
+  std::uniform_real_distribution<float> u(-10.0F, 10.0F);
+  for (const int64_t out : {int64_t{37}, int64_t{1000}, int64_t{16}}) {
+    const int64_t padded = (out + 15) / 16 * 16;
+    std::vector<float> s(static_cast<size_t>(padded), 0.0F), norms(static_cast<size_t>(padded), 0.0F);
+    for (int64_t o = 0; o < out; ++o) {
+      s[o] = o % 7 == 3 ? s[o - 1] : u(rng);  // some exact ties
+      norms[o] = std::fabs(u(rng)) / 5;
+    }
+    const RowBound b{0.02F, 1e-30F};
+    std::vector<float> lo(static_cast<size_t>(out)), up(static_cast<size_t>(out));
+    for (int64_t o = 0; o < out; ++o) loom_none::screen_interval(s[o], norms[o], b, &lo[o], &up[o]);
+    std::vector<float> sorted = lo;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    for (const int32_t k : {1, 3, 7, 16}) {
+      if (k > out) continue;
+      std::vector<float> run(static_cast<size_t>(k));
+      const float t = threshold(s.data(), norms.data(), out, b, k, run.data());
+      EXPECT_EQ(t, sorted[k - 1]) << "out " << out << ", k " << k;
+      std::vector<int32_t> want;
+      for (int64_t o = 0; o < out; ++o)
+        if (up[o] >= t) want.push_back(static_cast<int32_t>(o));
+      std::vector<int32_t> got(want.size() + 1, -7);
+      ASSERT_EQ(candidates(s.data(), norms.data(), out, b, t, got.data(), static_cast<int64_t>(want.size())),
+                static_cast<int64_t>(want.size()));
+      got.pop_back();
+      EXPECT_EQ(got, want) << "out " << out << ", k " << k;
+      EXPECT_EQ(candidates(s.data(), norms.data(), out, b, t, got.data(), static_cast<int64_t>(want.size()) - 1), -1);
+    }
+    for (const float bad : {INFINITY, -INFINITY, NAN}) {
+      std::vector<float> sb = s, run(1);
+      sb[static_cast<size_t>(out - 1)] = bad;
+      EXPECT_TRUE(std::isnan(threshold(sb.data(), norms.data(), out, b, 1, run.data()))) << bad;
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+TEST(NoneHeadScreen, Native) {
+  if (!loom_none::cpu_has_avx512_bf16())
+    GTEST_SKIP() << "this CPU has no AVX512-BF16; the Emulated test covers the kernels";
+  check_screen(loom_none::head_screen_avx512bf16);
+  check_scans(loom_none::screen_threshold_avx512, loom_none::screen_candidates_avx512);
+}
+
+TEST(NoneHeadScreen, Emulated) {
+  if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
+    GTEST_SKIP() << "the emulation is built for AVX2+FMA+F16C";
+  check_screen(loom_none::emulated::head_screen_avx512bf16);
+  check_scans(loom_none::emulated::screen_threshold_avx512, loom_none::emulated::screen_candidates_avx512);
+}
+#endif
+
+TEST(NoneHeadBound, PacksBf16PairsAndRefusesWhatItCannotBound) {
+  const std::vector<float> x = {1.0F, 3.14159F, -2e-3F, 65504.0F, 0.1F};
+  std::vector<uint32_t> xp(3, 0xdeadbeefU);
+  RowBound b{};
+  ASSERT_TRUE(loom_none::pack_screen_row(x.data(), 5, LOOM_DTYPE_F16, 1.0F, xp.data(), &b));
+  EXPECT_EQ(xp, (std::vector<uint32_t>{loom_none::bf16_pair(x[0], x[1]), loom_none::bf16_pair(x[2], x[3]),
+                                       loom_none::bf16_pair(x[4], 0.0F)}));
+  EXPECT_GT(b.c, 0.0F);
+  EXPECT_GT(b.a, 0.0F);
+  for (const float bad : {NAN, INFINITY}) {
+    std::vector<float> xb = x;
+    xb[2] = bad;
+    EXPECT_FALSE(loom_none::pack_screen_row(xb.data(), 5, LOOM_DTYPE_F16, 1.0F, xp.data(), &b)) << bad;
+  }
+  const std::vector<float> big(4, 1e20F);  // ||x|| N = 2e40 > 2^126: a chain could overflow
+  EXPECT_FALSE(loom_none::pack_screen_row(big.data(), 4, LOOM_DTYPE_F32, 1e20F, xp.data(), &b));
+  EXPECT_TRUE(loom_none::pack_screen_row(big.data(), 4, LOOM_DTYPE_F32, 1e15F, xp.data(), &b));
+  EXPECT_FALSE(loom_none::pack_screen_row(x.data(), 5, LOOM_DTYPE_F32, NAN, xp.data(), &b));
+  const std::vector<float> wide((1 << 16) + 1, 0.5F);
+  std::vector<uint32_t> wide_xp(wide.size() / 2 + 1);
+  EXPECT_FALSE(loom_none::pack_screen_row(wide.data(), (1 << 16) + 1, LOOM_DTYPE_F32, 1.0F, wide_xp.data(), &b));
+}
+
+TEST(NoneHeadBound, NormsAreRoundedUpByLittle) {
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<float> u(-1.0F, 1.0F);
+  const int64_t out = 21, in = 77;
+  std::vector<float> src(static_cast<size_t>(out * in));
+  for (auto& e : src) e = u(rng);
+  for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
+    const Head h = make_head(src, dtype, out, in);
+    std::vector<float> norms(static_cast<size_t>(2 * kPanel), NAN);
+    loom_none::head_norms(h.view, 0, 2, norms.data());
+    for (int64_t o = 0; o < 2 * kPanel; ++o) {
+      double sq = 0;
+      for (int64_t k = 0; o < out && k < in; ++k) sq += static_cast<double>(h.w[o * in + k]) * h.w[o * in + k];
+      const double want = std::sqrt(sq);
+      EXPECT_GE(norms[o], want) << name_of(dtype) << " row " << o;
+      EXPECT_LE(norms[o], want * (1 + 0x1p-19)) << name_of(dtype) << " row " << o;
+    }
+  }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// The screened path on its own: select_top_k over the exact kernel's rows, and which rows it had to
+// hand to linear (counted through the LinearRows it is given).
+TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
+  if (!loom_none::cpu_has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the screen does not run";
+  std::mt19937_64 rng(31);
+  std::uniform_real_distribution<float> u(-1.0F, 1.0F);
+  const int64_t out = 3001, in = 130, n = 70;  // two chunks of rows
+  const loom::sdk::Host host(nullptr);  // parallel_for runs inline, one thread
+  for (const bool all_equal : {false, true}) {
+    std::vector<float> src(static_cast<size_t>(out * in)), x(static_cast<size_t>(n * in));
+    for (auto& e : src) e = u(rng);
+    for (auto& e : x) e = u(rng);
+    if (all_equal)
+      for (int64_t o = 1; o < out; ++o) std::copy_n(src.begin(), in, src.begin() + o * in);
+    x[67 * in + 5] = NAN;  // row 67, in the second chunk: a NaN screen
+    for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
+      const Head h = make_head(src, dtype, out, in);
+      const loom_none::HeadNorms norms = loom_none::HeadTopK::norms_of(host, h.view);
+      int64_t by_linear = 0;
+      const loom_none::LinearRows linear = [&](const float* xr, int64_t xs, int64_t m, float* y) {
+        by_linear += m;
+        std::vector<float> scratch(static_cast<size_t>(loom_none::scratch_floats(m, in)));
+        loom_none::panel_gemm_avx512(h.view, 0, h.view.n_panels, xr, xs, m, y, out, scratch.data());
+      };
+      std::vector<float> y(static_cast<size_t>(n * out));
+      linear(x.data(), in, n, y.data());
+      by_linear = 0;
+      for (const int32_t k : {1, 5, 40}) {
+        loom_none::HeadTopK top(1);
+        std::vector<int32_t> ids(static_cast<size_t>(n * k), -1), want_ids(ids.size());
+        std::vector<float> values(ids.size(), -1.0F), want_values(ids.size());
+        top.screened(host, loom_none::panel_gemm_avx512, h.view, norms, x.data(), in, n, k, ids.data(), values.data(),
+                     linear);
+        for (int64_t t = 0; t < n; ++t)
+          loom::sdk::select_top_k(y.data() + t * out, out, k, want_ids.data() + t * k, want_values.data() + t * k);
+        EXPECT_EQ(ids, want_ids) << name_of(dtype) << " k " << k << (all_equal ? ", all rows equal" : "");
+        EXPECT_EQ(std::memcmp(values.data(), want_values.data(), values.size() * sizeof(float)), 0)
+            << name_of(dtype) << " k " << k;
+        EXPECT_EQ(by_linear, all_equal ? n : 1) << name_of(dtype) << " k " << k << ": rows computed by linear";
+        by_linear = 0;
+      }
+    }
+  }
+}
+#endif
+
+}  // namespace
