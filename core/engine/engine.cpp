@@ -354,12 +354,12 @@ void Engine::update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_u
     const size_t rows = drafts || plan.batch[i].all_logits ? static_cast<size_t>(seq.num_new_tokens)
                                                            : (plan.batch[i].need_logits ? 1 : 0);
     const std::span<const float> seq_rows = std::span<const float>(logits_).subspan(logit_row * vocab, rows * vocab);
-    SelectedRow selected;
-    if (rows == 1 && plan.batch[i].top_k > 0 && head_selection_.stride > 0) {
-      const size_t at = logit_row * static_cast<size_t>(head_selection_.stride);
-      const auto k = static_cast<size_t>(plan.batch[i].top_k);
-      selected = {std::span<const int32_t>(head_selection_.ids).subspan(at, k),
-                  std::span<const float>(head_selection_.values).subspan(at, k)};
+    SelectedRows selected;
+    if (rows > 0 && plan.batch[i].top_k > 0 && head_selection_.stride > 0) {
+      const auto stride = static_cast<size_t>(head_selection_.stride);
+      selected = {std::span<const int32_t>(head_selection_.ids).subspan(logit_row * stride, rows * stride),
+                  std::span<const float>(head_selection_.values).subspan(logit_row * stride, rows * stride), stride,
+                  static_cast<size_t>(plan.batch[i].top_k)};
     }
     logit_row += rows;
     try {
@@ -378,36 +378,52 @@ void Engine::select_head_rows(StepPlan& plan) const {
   const int32_t limit = std::min(stack_->head_top_k(), info_.vocab_size);
   for (size_t i = 0; i < plan.seqs.size(); ++i) {
     SeqSchedule& seq = plan.batch[i];
-    seq.top_k = seq.need_logits && !seq.all_logits ? head_top_k_of(*plan.seqs[i].request, limit) : 0;
+    const RequestState& req = *plan.seqs[i].request;
+    // all_logits is a chunk verifying drafts (speculation marked it) or scoring its prompt.
+    const bool drafts = speculation_ && speculation_->num_drafts(req.id) > 0;
+    seq.top_k = seq.need_logits && (!seq.all_logits || drafts) ? head_top_k_of(req, limit, drafts) : 0;
   }
 }
 
 void Engine::update_seq(RequestState& req, int32_t num_new_tokens, bool all_logits, bool drafts,
-                        std::span<const float> rows, SelectedRow selected, int64_t schedule_us, int64_t sampled_us) {
+                        std::span<const float> rows, const SelectedRows& selected, int64_t schedule_us,
+                        int64_t sampled_us) {
   // A NaN or infinity in a row means this request's numbers went bad in the forward pass (each
   // row's arithmetic is its own): it ends before its blocks are committed for prefix reuse. A
   // selected row shows its best entries: a NaN there, or an infinite best, is caught the same way.
   bool finite = true;
-  for (float x : selected.ids.empty() ? rows : selected.values) finite &= x - x == 0.0f;  // NaN for NaN and infinity
+  if (selected.empty()) {
+    for (float x : rows) finite &= x - x == 0.0f;  // 0 for every finite x, NaN for NaN and infinity
+  } else {
+    for (size_t r = 0; r * selected.stride < selected.ids.size(); ++r)
+      for (float x : selected.values_of(r)) finite &= x - x == 0.0f;
+  }
   LOOM_CHECK(finite, "the model produced non-finite logits (NaN or infinity) for this request");
   if (drafts) {
-    verify_drafts(req, rows, num_new_tokens, sampled_us);
+    verify_drafts(req, rows, selected, num_new_tokens, sampled_us);
     return;
   }
   if (all_logits) record_prompt_logprobs(req, rows, num_new_tokens);
   req.num_computed_tokens += num_new_tokens;
   stack_->cache_commit(req.view());
   if (req.num_computed_tokens < req.num_tokens()) return;  // a prefill chunk: nothing to sample
-  if (!selected.ids.empty()) {  // greedy or top-k sampling alone reads it (head_selection.hpp)
-    const int32_t token = stack_->sample_top(selected.ids, selected.values, req.sampling, req.rng);
-    req.token_ids.push_back(token);
-    metrics_.on_token(req.id, sampled_us);
-    emit(req, {token}, {});
+  if (!selected.empty()) {  // greedy or top-k sampling alone reads it (head_selection.hpp)
+    const size_t last = selected.ids.size() / selected.stride - 1;
+    sample_selected(req, selected.ids_of(last), selected.values_of(last), sampled_us);
     return;
   }
   const std::span<const float> row = rows.last(static_cast<size_t>(info_.vocab_size));
   if (req.num_unforked > 0) fork_choices(req, row, schedule_us, sampled_us);
   sample_into(req, row, sampled_us);
+}
+
+void Engine::sample_selected(RequestState& req, std::span<const int32_t> ids, std::span<const float> values,
+                             int64_t sampled_us) {
+  // What sample_into does for a request that nothing but its sampler reads a row of.
+  const int32_t token = stack_->sample_top(ids, values, req.sampling, req.rng);
+  req.token_ids.push_back(token);
+  metrics_.on_token(req.id, sampled_us);
+  emit(req, {token}, {});
 }
 
 void Engine::record_prompt_logprobs(RequestState& req, std::span<const float> rows, int32_t num_rows) {

@@ -54,17 +54,26 @@ class Engine final : public EngineInterface {
   void step();
   // The update part of a step: advance, sample, detokenize, stop, stream, free.
   void update(const StepPlan& plan, int64_t schedule_us, int64_t sampled_us);
-  // A sampled row the head answered with its best entries alone (HeadSelection), best first.
-  struct SelectedRow {
+  // A sequence's rows the head answered with their best entries alone (HeadSelection), best
+  // first: row r's k entries at [r * stride, r * stride + k). Empty (k = 0): whole rows.
+  struct SelectedRows {
     std::span<const int32_t> ids;
     std::span<const float> values;
+    size_t stride = 0, k = 0;
+    bool empty() const { return k == 0; }
+    std::span<const int32_t> ids_of(size_t r) const { return ids.subspan(r * stride, k); }
+    std::span<const float> values_of(size_t r) const { return values.subspan(r * stride, k); }
   };
   // Sets each planned sequence's top_k: the best entries its sampling reads (head_selection.hpp).
   void select_head_rows(StepPlan& plan) const;
-  // One sequence's update from its logits rows [rows, vocab], or from its selected row when
-  // selected.ids is not empty (see update); throws when this request fails, which ends it alone.
+  // One sequence's update from its logits rows [rows, vocab], or from its selected rows when
+  // `selected` is not empty (see update); throws when this request fails, which ends it alone.
   void update_seq(RequestState& req, int32_t num_new_tokens, bool all_logits, bool drafts,
-                  std::span<const float> rows, SelectedRow selected, int64_t schedule_us, int64_t sampled_us);
+                  std::span<const float> rows, const SelectedRows& selected, int64_t schedule_us,
+                  int64_t sampled_us);
+  // Samples one token for req from a selected row (greedy or top-k alone read it).
+  void sample_selected(RequestState& req, std::span<const int32_t> ids, std::span<const float> values,
+                       int64_t sampled_us);
   // Asks again to release what requests that ended with a failed release still hold.
   void retry_releases();
   void drain_inbox();
@@ -83,7 +92,8 @@ class Engine final : public EngineInterface {
   // returns the rows it read.
   void propose_drafts();
   int32_t verify_sampled(std::span<const float> allowed, RequestState& req, const DraftToVerify& draft);
-  size_t verify_drafts(RequestState& req, std::span<const float> rows, int32_t num_rows, int64_t sampled_us);
+  size_t verify_drafts(RequestState& req, std::span<const float> rows, const SelectedRows& selected, int32_t num_rows,
+                       int64_t sampled_us);
   // Prompt logprobs from `num_rows` consecutive rows of a chunk starting at num_computed_tokens.
   void record_prompt_logprobs(RequestState& req, std::span<const float> rows, int32_t num_rows);
   // At the parent's first sample: the other choices, sharing its prompt's KV (cache fork), each

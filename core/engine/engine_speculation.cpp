@@ -30,7 +30,8 @@ int32_t Engine::verify_sampled(std::span<const float> allowed, RequestState& req
   return verify_draft(target_probs_, draft.probs, draft.token, req.rng).token;
 }
 
-size_t Engine::verify_drafts(RequestState& req, std::span<const float> rows, int32_t num_rows, int64_t sampled_us) {
+size_t Engine::verify_drafts(RequestState& req, std::span<const float> rows, const SelectedRows& selected,
+                             int32_t num_rows, int64_t sampled_us) {
   const auto vocab = static_cast<size_t>(info_.vocab_size);
   const uint64_t id = req.id;
   const Drafts drafts = speculation_->take(req);
@@ -45,7 +46,10 @@ size_t Engine::verify_drafts(RequestState& req, std::span<const float> rows, int
   for (int32_t j = 0; j <= n; ++j) {
     const std::span<const float> row = rows.subspan(static_cast<size_t>(j) * vocab, vocab);
     const size_t before = req.token_ids.size();
-    if (j < n) {
+    if (!selected.empty()) {  // a greedy request: each row's best entry verifies (head_selection.hpp)
+      sample_selected(req, selected.ids_of(static_cast<size_t>(j)), selected.values_of(static_cast<size_t>(j)),
+                      sampled_us);
+    } else if (j < n) {
       DraftToVerify draft{drafts.tokens[static_cast<size_t>(j)], {}};
       if (!drafts.probs.empty()) draft.probs = std::span<const float>(drafts.probs).subspan(static_cast<size_t>(j) * vocab, vocab);
       sample_into(req, row, sampled_us, &draft);

@@ -99,7 +99,7 @@ void BatchBuilder::build(std::span<const SeqSchedule> seqs, BuiltBatch& out) con
     }
     if (seq.all_logits) {
       for (int32_t i = out.query_start[s]; i < t; ++i) out.logits_indices.push_back(i);
-      out.logits_top_k.resize(out.logits_indices.size(), 0);
+      out.logits_top_k.resize(out.logits_indices.size(), std::max(seq.top_k, 0));
     } else if (seq.need_logits) {
       out.logits_indices.push_back(t - 1);
       out.logits_top_k.push_back(std::max(seq.top_k, 0));

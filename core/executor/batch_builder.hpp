@@ -25,8 +25,8 @@ struct SeqSchedule {
   std::span<const int32_t> block_table;  // the sequence's KV block ids, in position order
   bool need_logits = false;              // logits of the last token are wanted (sampling)
   bool all_logits = false;               // logits of every token are wanted (prompt logprobs)
-  // > 0 with need_logits (and not all_logits): only the top_k best logits of the last token are
-  // wanted, ids and values (model_executor.hpp HeadSelection), not the whole row.
+  // > 0: only the top_k best logits of each wanted row (the last token's, or every token's with
+  // all_logits) are wanted, ids and values (model_executor.hpp HeadSelection), not whole rows.
   int32_t top_k = 0;
   // [num_groups] each group's table when the cache keeps several (group_tables[0] is
   // block_table); empty: every group uses block_table.

@@ -117,6 +117,19 @@ TEST_P(GreedySpeculation, OutputIsByteIdenticalToPlainGreedy) {
 }
 
 
+// Greedy rows verifying drafts take the head's selection (runtime.head_top_k, on by default):
+// the output equals plain greedy decoding that computes every logits row whole.
+TEST(GreedySpeculation, SelectedRowsVerifyAsWholeRowsDecode) {
+  std::string whole = config_text("");
+  const std::string seed = "seed = 7\n";
+  whole.replace(whole.find(seed), seed.size(), seed + "head_top_k = 0\n");
+  const RunResult plain = run(whole, 1);
+  const RunResult spec = run(config_text(table("ngram", 3)), 16);
+  test::expect_same_outputs(plain, spec);
+  EXPECT_GT(spec.stats.spec_decode.num_accepted_tokens, 0);
+  EXPECT_LT(spec.stats.spec_decode.num_accepted_tokens, spec.stats.spec_decode.num_draft_tokens);
+}
+
 // The request field speculative_decoding = false: the same output, and no draft for it at all.
 TEST(GreedySpeculationOptOut, OptedOutRequestsAreNeverSpeculated) {
   const RunResult spec = run(config_text(table("ngram", 3)), 16, /*opt_out=*/true);
