@@ -13,8 +13,8 @@ inline constexpr int64_t kMaxPort = 65535;
 inline constexpr int64_t kMinHttpThreads = 1;
 inline constexpr int64_t kMaxHttpThreads = 256;
 inline constexpr int64_t kMinBodyBytes = 1024;
-inline constexpr int64_t kMaxRuntimeThreads = 1024;
-inline constexpr int64_t kMaxHeadTopK = 1024;  // runtime.head_top_k  // runtime.threads; start-up also caps it at the cores
+inline constexpr int64_t kMaxRuntimeThreads = 1024;  // runtime.threads; start-up also caps it at the cores
+inline constexpr int64_t kMaxHeadTopK = 1024;        // runtime.head_top_k
 inline constexpr std::string_view kLogLevels = "trace, debug, info, warn, error, off";
 
 // "must be in lo..hi, got v" (or "must be >= lo, got v" when hi is the type's maximum).

@@ -248,15 +248,8 @@ void ModelExecutor::execute(const BuiltBatch& batch, std::vector<float>& logits,
   }
   const int64_t vocab = hp_.vocab_size;
   logits.resize(static_cast<size_t>(int64_t{batch.num_logits()} * vocab));
-  if (selection != nullptr) {
-    // The step's stride, whichever micro-batch holds its widest row.
-    int32_t widest = 0;
-    if (head_selects())
-      for (int32_t k : batch.logits_top_k) widest = std::max(widest, std::min(k, hp_.vocab_size));
-    selection->stride = widest;
-    selection->ids.resize(static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(widest));
-    selection->values.resize(selection->ids.size());
-  }
+  // The step's stride, whichever micro-batch holds its widest row.
+  if (selection != nullptr) size_selection(batch, *selection);
   for (int32_t t0 = 0; t0 < T; t0 += max_micro_batch_) {
     slice_batch(batch, t0, std::min(T, t0 + max_micro_batch_), micro_, micro_rows_);
     execute_tokens(micro_, micro_logits_, selection != nullptr ? &micro_selection_ : nullptr);

@@ -114,6 +114,9 @@ class ModelExecutor {
   // Final norm's output fin [n_logits, dim] through the classifier (model_executor_head.cpp): whole
   // rows into logits, the rows with a top_k into `selection` when it is given.
   void head(const BuiltBatch& batch, float* fin, std::vector<float>& logits, HeadSelection* selection);
+  // Sizes `selection` for batch: the stride is the largest top_k (within the vocabulary) of its
+  // rows, 0 when the head cannot select.
+  void size_selection(const BuiltBatch& batch, HeadSelection& selection) const;
   void* prepare(const loom_tensor_view& w, const char* name, int32_t layer, loom_weight_role role, int64_t out,
                 int64_t in, const GgufFile* source, int32_t expert = -1);
   void linear(void* handle, const float* x, int64_t n, int64_t in, float* y, int64_t out);

@@ -28,16 +28,19 @@ bool ModelExecutor::head_selects() const {
   return sdk::present(*quant_.vt, &loom_quantization_vtable::linear_top_k) && !(hp_.final_logit_softcap > 0.0f);
 }
 
+void ModelExecutor::size_selection(const BuiltBatch& batch, HeadSelection& selection) const {
+  int32_t widest = 0;
+  if (head_selects())
+    for (int32_t k : batch.logits_top_k) widest = std::max(widest, std::min(k, hp_.vocab_size));
+  selection.stride = widest;
+  selection.ids.resize(static_cast<size_t>(batch.num_logits()) * static_cast<size_t>(widest));
+  selection.values.resize(selection.ids.size());
+}
+
 void ModelExecutor::head(const BuiltBatch& batch, float* fin, std::vector<float>& logits, HeadSelection* selection) {
   const int64_t dim = hp_.dim, vocab = hp_.vocab_size, n_logits = batch.num_logits();
-  int32_t widest = 0;
-  if (selection != nullptr && head_selects())
-    for (int32_t k : batch.logits_top_k) widest = std::max(widest, std::min(k, hp_.vocab_size));
-  if (selection != nullptr) {
-    selection->stride = widest;
-    selection->ids.resize(static_cast<size_t>(n_logits * widest));
-    selection->values.resize(selection->ids.size());
-  }
+  if (selection != nullptr) size_selection(batch, *selection);
+  const int32_t widest = selection != nullptr ? selection->stride : 0;
   if (widest == 0) {
     linear(output_, fin, n_logits, dim, logits.data(), vocab);
     if (hp_.final_logit_softcap > 0.0f) {  // Gemma 2 style: cap * tanh(logit / cap)

@@ -10,21 +10,13 @@
 
 #include "core/common/thread_pool.hpp"
 #include "core/plugin/plugin_host.hpp"
+#include "common/quant_plugin.hpp"
 #include "loom/quantization.h"
 
 namespace loom::qint {
 
 inline loom_tensor_view mat(const void* data, loom_dtype dtype, int64_t rows, int64_t cols) {
-  loom_tensor_view v{};
-  v.data = const_cast<void*>(data);
-  v.dtype = dtype;
-  v.ndim = 2;
-  v.shape[0] = rows;
-  v.shape[1] = cols;
-  v.shape[2] = v.shape[3] = 1;
-  v.strides[0] = cols;
-  v.strides[1] = v.strides[2] = v.strides[3] = 1;
-  return v;
+  return loom_quant::matrix_view(data, dtype, rows, cols, cols);
 }
 
 // One quantization plugin instance (name + JSON config) on the CPU.
