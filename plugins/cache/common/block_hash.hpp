@@ -33,4 +33,15 @@ inline uint64_t block_hash(uint64_t parent, uint64_t salt, std::span<const int32
   return avalanche(h ^ tokens.size());
 }
 
+// Block-table groups (cache interface 1.5): a block of group g holds other layers' K/V than the
+// same tokens' block of group 0, so each group chains its blocks under a salt of its own. Group 0
+// keys its blocks as before groups existed.
+inline uint64_t group_salt(uint64_t salt, size_t group) {
+  return group == 0 ? salt : salt ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(group));
+}
+// The root of group g's content-only chain.
+inline uint64_t group_content_root(size_t group) {
+  return group == 0 ? kContentRootHash : kContentRootHash ^ (0xC2B2AE3D27D4EB4Full * static_cast<uint64_t>(group));
+}
+
 }  // namespace loom::block_cache

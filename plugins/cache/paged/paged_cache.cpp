@@ -152,7 +152,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     for (size_t g = 0; g < windows_.size(); ++g) {
       std::vector<uint64_t>& hashes = seq.hashes[g];
       std::vector<uint64_t>& contents = seq.contents[g];
-      const uint64_t salt = group_salt(req.cache_salt, g);
+      const uint64_t salt = block_cache::group_salt(req.cache_salt, g);
       const size_t full = std::min(static_cast<size_t>(std::max(covered, 0)), seq.tables[g].size());
       // A block shared with a fork may be registered by either holder first: same position, same
       // tokens, same hash, so the second register_block does nothing.
@@ -160,7 +160,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
         const uint64_t parent = i == 0 ? kRootHash : hashes[i - 1];
         const std::span<const int32_t> tokens = block_tokens(req, i);
         const uint64_t hash = block_hash(parent, salt, tokens);
-        const uint64_t content = block_hash(i == 0 ? content_root(g) : contents[i - 1], 0, tokens);
+        const uint64_t content = block_hash(i == 0 ? block_cache::group_content_root(g) : contents[i - 1], 0, tokens);
         hashes.push_back(hash);
         contents.push_back(content);
         if (seq.tables[g][i] >= 0) pool_.register_block(seq.tables[g][i], hash, parent, salt, content, tokens);
@@ -251,13 +251,6 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     return w;
 #endif
   }
-  // Group 0 keys its blocks as before groups existed; every other group under a salt of its own.
-  static uint64_t group_salt(uint64_t salt, size_t group) {
-    return group == 0 ? salt : salt ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(group));
-  }
-  static uint64_t content_root(size_t group) {
-    return group == 0 ? kContentRootHash : kContentRootHash ^ (0xC2B2AE3D27D4EB4Full * static_cast<uint64_t>(group));
-  }
   Seq empty_seq() const {
     Seq seq;
     seq.tables.resize(windows_.size());
@@ -315,8 +308,8 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
     if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return hits;
     int64_t max_blocks = lookup_blocks(req, limit);
     for (size_t g = 0; g < windows_.size(); ++g) {  // windowed groups look past an absent block
-      const uint64_t salt = group_salt(req.cache_salt, g);
-      uint64_t parent = kRootHash, content = content_root(g);
+      const uint64_t salt = block_cache::group_salt(req.cache_salt, g);
+      uint64_t parent = kRootHash, content = block_cache::group_content_root(g);
       for (int64_t i = 0; i < max_blocks; ++i) {
         const std::span<const int32_t> tokens = block_tokens(req, static_cast<size_t>(i));
         const uint64_t hash = block_hash(parent, salt, tokens);
