@@ -68,4 +68,20 @@ sdk::Verdict pool_fits(int32_t max_total_tokens, int32_t num_blocks, int32_t blo
                           " tokens = " + std::to_string(capacity) + " tokens");
 }
 
+std::vector<int32_t> group_windows([[maybe_unused]] const loom_cache_create_args& args,
+                                   [[maybe_unused]] const std::string& who) {
+#if LOOM_CACHE_IFACE_MINOR < 5  // built against an older cache.h: no groups in the create args
+  return {0};
+#else
+  if (args.n_groups <= 1) return {args.n_groups == 1 && args.group_windows != nullptr ? args.group_windows[0] : 0};
+  if (args.group_windows == nullptr)
+    throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT,
+                     who + ": " + std::to_string(args.n_groups) + " block-table groups but no group_windows");
+  std::vector<int32_t> w(args.group_windows, args.group_windows + args.n_groups);
+  for (int32_t x : w)
+    if (x < 0) throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, who + ": a group's window " + std::to_string(x) + " is negative");
+  return w;
+#endif
+}
+
 }  // namespace loom::kv_pool_config

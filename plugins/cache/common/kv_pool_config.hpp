@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "loom/cache.h"
 #include "loom/sdk_config.hpp"
@@ -43,6 +44,11 @@ void check_kv_dtype(const loom_cache_create_args& args, const std::string& who);
 // The pool's block count: num_blocks as configured, or as many blocks as kv_memory holds at
 // block_size * bytes_per_token + bytes_per_block_extra bytes each (capped at INT32_MAX).
 int32_t pool_blocks(const loom_cache_create_args& args, const Config& cfg, const std::string& who);
+
+// The windows of the create args' block-table groups (cache interface 1.5), one per group (0: full
+// attention); one group without a window when the host asks for none. Throws
+// sdk::Error(LOOM_ERR_INVALID_ARGUMENT) for groups without windows or a negative window.
+std::vector<int32_t> group_windows(const loom_cache_create_args& args, const std::string& who);
 
 // Whether a request of max_total_tokens could ever fit in a whole, empty pool of num_blocks blocks
 // of block_size tokens; the reason names the pool's size.

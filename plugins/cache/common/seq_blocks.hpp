@@ -33,6 +33,7 @@
 #include "kv_pool_config.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
+#include "window_blocks.hpp"
 
 namespace loom::block_cache {
 
@@ -183,9 +184,8 @@ class SeqBlocks {
   // Leading blocks of a group's table that no query from position `start` on reads: those wholly
   // before start - window + 1 (none without a window).
   int32_t out_of_window(size_t group, int64_t start) const {
-    const int32_t window = self().window_of(static_cast<int32_t>(group));
-    if (window <= 0) return 0;
-    return static_cast<int32_t>(std::max<int64_t>(0, start - window + 1) / self().block_size_);
+    return static_cast<int32_t>(
+        first_block_in_window(start, self().window_of(static_cast<int32_t>(group)), self().block_size_));
   }
 
   // Blocks a write from `start` would release and so make available: held entries out of their

@@ -37,6 +37,7 @@
 #include "common/evicted_block_list.hpp"
 #include "common/kv_pool_config.hpp"
 #include "common/seq_blocks.hpp"
+#include "common/window_blocks.hpp"
 #include "loom/cache.h"
 #include "loom/sdk.hpp"
 
@@ -64,7 +65,7 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
         block_size_(cfg.block_size),
         prefix_caching_(cfg.enable_prefix_caching),
         check_invariants_(kv_pool_config::checks_invariants(cfg)),
-        windows_(group_windows(args)),
+        windows_(kv_pool_config::group_windows(args, kLabel)),
         pool_(pool_size(args, cfg)) {
     host_.info(num_blocks(), " blocks x ", block_size_, " tokens, prefix caching ", prefix_caching_ ? "on" : "off",
                windows_.size() > 1 ? ", " + std::to_string(windows_.size()) + " block-table groups" : "",
@@ -235,22 +236,6 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
 
   using GroupHits = std::vector<std::vector<Hit>>;  // [n_groups]
 
-  // The windows of the create args' groups (interface 1.5); one group without a window when the
-  // host asks for none.
-  static std::vector<int32_t> group_windows([[maybe_unused]] const loom_cache_create_args& args) {
-#if LOOM_CACHE_IFACE_MINOR < 5  // built against an older cache.h: no groups in the create args
-    return {0};
-#else
-    if (args.n_groups <= 1) return {args.n_groups == 1 && args.group_windows != nullptr ? args.group_windows[0] : 0};
-    if (args.group_windows == nullptr)
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: " + std::to_string(args.n_groups) +
-                                                 " block-table groups but no group_windows");
-    std::vector<int32_t> w(args.group_windows, args.group_windows + args.n_groups);
-    for (int32_t x : w)
-      if (x < 0) throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: a group's window " + std::to_string(x) + " is negative");
-    return w;
-#endif
-  }
   Seq empty_seq() const {
     Seq seq;
     seq.tables.resize(windows_.size());
@@ -321,35 +306,16 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
       }
       if (windows_[g] == 0) max_blocks = static_cast<int64_t>(hits[g].size());
     }
-    // The longest hit every windowed group can serve: shrinking it slides the windows back, so
-    // until no group shrinks it further.
-    for (bool shrunk = true; shrunk;) {
-      shrunk = false;
-      for (size_t g = 0; g < windows_.size(); ++g) {
-        if (windows_[g] == 0) continue;
-        int64_t n = max_blocks;
-        while (n > 0 && !window_held(hits[g], n, windows_[g])) --n;
-        shrunk = shrunk || n < max_blocks;
-        max_blocks = n;
-      }
-    }
+    max_blocks = block_cache::longest_held_hit(max_blocks, windows_, block_size_, [&](size_t g, int64_t i) {
+      return static_cast<size_t>(i) < hits[g].size() && hits[g][static_cast<size_t>(i)].block >= 0;
+    });
     for (size_t g = 0; g < windows_.size(); ++g) {
       hits[g].resize(static_cast<size_t>(max_blocks));
       // What a window does not reach is not held, even where the pool still has it.
-      for (int64_t i = 0; i < first_in_window(max_blocks, windows_[g]); ++i) hits[g][static_cast<size_t>(i)].block = -1;
+      const int64_t first = block_cache::first_block_in_window(max_blocks * block_size_, windows_[g], block_size_);
+      for (int64_t i = 0; i < first; ++i) hits[g][static_cast<size_t>(i)].block = -1;
     }
     return hits;
-  }
-
-  // The first block the window of the token after n full blocks reads (0 without a window).
-  int64_t first_in_window(int64_t n, int32_t window) const {
-    return window <= 0 ? 0 : std::max<int64_t>(0, n * block_size_ - window + 1) / block_size_;
-  }
-  // Whether a windowed group's looked-up blocks hold what a hit of n blocks reads.
-  bool window_held(const std::vector<Hit>& hits, int64_t n, int32_t window) const {
-    for (int64_t i = first_in_window(n, window); i < n; ++i)
-      if (hits[static_cast<size_t>(i)].block < 0) return false;
-    return true;
   }
 
   // How many blocks a new sequence is short of, reusing hits: positive means it cannot be

@@ -23,6 +23,13 @@
 // A shared block not yet in the tree is inserted by whichever holder commits it first; the other
 // finds it there and "adopts" the very same block.
 //
+// Block-table groups (interface 1.5): with n_groups > 1 each sequence holds one table per group
+// (seq_blocks.hpp releases a windowed group's blocks once they fall out of the window), and each
+// tree position holds one block per group (radix_tree.hpp): a released block that is in the tree
+// stays cached there until eviction tombstones it. A prefix is matched only as far as every group
+// holds what it reads: a full-attention group the whole path, a windowed group the blocks its
+// window reaches from the hit on.
+//
 // Miss counters: allocate (the commit point; match_prefix stays side-effect free) gives a
 // lookup's missed tokens one reason, from its first missed full block: evicted when its chained
 // hash is in the bounded record of evicted blocks, salt_mismatch when another salt's subtree
@@ -41,6 +48,7 @@
 #include "common/evicted_block_list.hpp"
 #include "common/kv_pool_config.hpp"
 #include "common/seq_blocks.hpp"
+#include "common/window_blocks.hpp"
 #include "loom/cache.h"
 #include "loom/sdk.hpp"
 #include "radix_tree.hpp"
@@ -51,9 +59,9 @@ namespace {
 using sdk::Error;
 
 struct Seq {
-  std::vector<int32_t> blocks;  // the block table
+  std::vector<std::vector<int32_t>> tables;  // [n_groups] the block tables, group 0 first
   Node* node = nullptr;         // end of the sequence's locked tree path (null: none)
-  int32_t depth = 0;            // blocks on that path: the table's first `depth` entries
+  int32_t depth = 0;            // block positions on that path: each table's first `depth` entries
   uint64_t salt = 0;
   int32_t forked = -1;          // >= 0: made by fork, not yet allocated; shares this many tokens
 };
@@ -69,13 +77,18 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
         block_size_(cfg.block_size),
         prefix_caching_(cfg.enable_prefix_caching),
         check_invariants_(kv_pool_config::checks_invariants(cfg)),
+        windows_(kv_pool_config::group_windows(args, kLabel)),
         pool_(pool_size(args, cfg)),
-        tree_(cfg.block_size),
+        tree_(cfg.block_size, windows_),
         evicted_(4 * static_cast<size_t>(pool_.num_blocks())),
         spilled_(static_cast<size_t>(pool_.num_blocks())) {
     host_.info(num_blocks(), " blocks x ", block_size_, " tokens, radix prefix caching ", prefix_caching_ ? "on" : "off",
+               windows_.size() > 1 ? ", " + std::to_string(windows_.size()) + " block-table groups" : "",
                check_invariants_ ? ", invariants checked after every change" : "");
   }
+
+  // Interface 1.5: one group's table.
+  loom_block_list group_block_table(uint64_t request_id, int32_t group) const { return table_of(request_id, group); }
 
   // Interface 1.4: the tree blocks evicted since the last call, for the host to spill.
 #if LOOM_CACHE_IFACE_MINOR >= 4
@@ -101,7 +114,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
 
   int32_t match_prefix(const loom_request_view& req) const {
     if (const int32_t forked = forked_tokens(req.request_id); forked >= 0) return forked;
-    return static_cast<int32_t>(match(req, req.num_tokens).blocks.size()) * block_size_;
+    return match(req, req.num_tokens).length * block_size_;
   }
 
   bool can_allocate(const loom_request_view& req, int32_t num_new_tokens) const {
@@ -111,7 +124,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
 
   void allocate(const loom_request_view& req, int32_t num_new_tokens, int32_t* num_cached_tokens) {
     if (allocate_held(req, num_new_tokens, num_cached_tokens)) return;
-    const Match m = match(req, room(req, num_new_tokens));
+    Hit m = match(req, room(req, num_new_tokens));
     const int32_t short_by = extra_blocks(req, num_new_tokens, m);
     if (short_by > 0)
       throw Error(LOOM_ERR_OUT_OF_MEMORY, "cache radix: request " + std::to_string(req.request_id) + " needs " +
@@ -120,16 +133,19 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     const block_cache::Miss why = prefix_caching_ ? miss_reason(req, room(req, num_new_tokens), m)
                                                   : block_cache::Miss::kNoMatch;
     Seq seq;
+    seq.tables.resize(windows_.size());
     seq.salt = req.cache_salt;
-    if (!m.blocks.empty()) {  // locked before any eviction below, so the hit cannot be evicted
-      seq.node = tree_.lock(m);
-      seq.depth = static_cast<int32_t>(m.blocks.size());
-      for (int32_t b : m.blocks) pool_.acquire(b);
-      seq.blocks = m.blocks;
+    if (m.length > 0) {  // locked and held before any eviction below, so the hit cannot be evicted
+      seq.node = tree_.lock(m.path);
+      seq.depth = m.length;
+      for (const std::vector<int32_t>& table : m.tables)
+        for (int32_t b : table)
+          if (b >= 0) pool_.acquire(b);
+      seq.tables = std::move(m.tables);
     }
     grow(seq, blocks_for(req, num_new_tokens));
     seqs_.emplace(req.request_id, std::move(seq));
-    const int32_t cached = static_cast<int32_t>(m.blocks.size()) * block_size_;
+    const int32_t cached = m.length * block_size_;
     if (prefix_caching_) {
       stats_.add(req.num_tokens, cached, why);
       if (cached > 0)
@@ -144,22 +160,25 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     const Seq& from = fork_source(parent, child_id);
     const int32_t tokens = parent.num_computed_tokens;
     const int32_t n = tokens >= 0 ? blocks_for_tokens(tokens) : -1;
-    if (n < 0 || n > static_cast<int32_t>(from.blocks.size()) || static_cast<int64_t>(from.depth) * block_size_ > tokens)
+    if (n < 0 || n > static_cast<int32_t>(from.tables[0].size()) ||
+        static_cast<int64_t>(from.depth) * block_size_ > tokens)
       throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache radix: fork of request " + std::to_string(parent.request_id) +
                                                  ": num_computed_tokens " + std::to_string(tokens) + " is outside its " +
-                                                 std::to_string(from.blocks.size()) + " blocks or behind its " +
+                                                 std::to_string(from.tables[0].size()) + " blocks or behind its " +
                                                  std::to_string(from.depth) + " committed ones");
     Seq child;
     child.salt = from.salt;
     child.depth = from.depth;
     child.forked = tokens;
-    child.blocks.assign(from.blocks.begin(), from.blocks.begin() + n);
+    for (const std::vector<int32_t>& table : from.tables) child.tables.emplace_back(table.begin(), table.begin() + n);
     if (from.node != nullptr) {
       Match path;
       path.node = from.node;
       child.node = tree_.lock(path);
     }
-    for (int32_t b : child.blocks) pool_.acquire(b);
+    for (const std::vector<int32_t>& table : child.tables)
+      for (int32_t b : table)
+        if (b >= 0) pool_.acquire(b);
     seqs_.emplace(child_id, std::move(child));
   }
 
@@ -168,10 +187,10 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     Seq& seq = find(req.request_id);
     if (!prefix_caching_ || req.token_ids == nullptr) return;
     const int32_t covered = std::max(std::min(req.num_computed_tokens, req.num_tokens), 0) / block_size_;
-    const int32_t full = std::min(covered, static_cast<int32_t>(seq.blocks.size()));
+    const int32_t full = std::min(covered, static_cast<int32_t>(seq.tables[0].size()));
     if (full <= seq.depth) return;
     int32_t adopted = 0;
-    seq.node = tree_.insert(seq.salt, seq.node, seq.depth, tokens_of(req), seq.blocks, full, pool_, &adopted);
+    seq.node = tree_.insert(seq.salt, seq.node, seq.depth, tokens_of(req), seq.tables, full, pool_, &adopted);
     seq.depth = full;
     if (adopted > 0)
       host_.debug("request ", req.request_id, ": ", adopted, " computed blocks were cached by another request first; using those");
@@ -181,7 +200,9 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     const auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;
     tree_.unlock(it->second.node);
-    for (int32_t b : it->second.blocks) pool_.release(b);
+    for (const std::vector<int32_t>& table : it->second.tables)
+      for (int32_t b : table)
+        if (b >= 0) pool_.release(b);
     seqs_.erase(it);
   }
 
@@ -193,12 +214,21 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     std::vector<int32_t> refs(static_cast<size_t>(pool_.num_blocks()), 0);
     std::vector<RadixTree::SeqPath> paths;
     for (const auto& [id, seq] : seqs_) {
-      for (int32_t b : seq.blocks) {
-        if (b < 0 || b >= pool_.num_blocks())
-          BlockPool::broken("block id " + std::to_string(b) + " of request " + std::to_string(id) + " outside the pool");
-        ++refs[static_cast<size_t>(b)];
+      if (seq.tables.size() != windows_.size())
+        BlockPool::broken("request " + std::to_string(id) + " holds " + std::to_string(seq.tables.size()) +
+                          " tables for " + std::to_string(windows_.size()) + " groups");
+      for (size_t g = 0; g < windows_.size(); ++g) {
+        const std::vector<int32_t>& table = seq.tables[g];
+        for (size_t i = 0; i < table.size(); ++i) {
+          const int32_t b = table[i];
+          // Released entries: only a windowed group's, only before every held one.
+          if (b == -1 && windows_[g] > 0 && (i == 0 || table[i - 1] == -1)) continue;
+          if (b < 0 || b >= pool_.num_blocks())
+            BlockPool::broken("block id " + std::to_string(b) + " of request " + std::to_string(id) + " outside the pool");
+          ++refs[static_cast<size_t>(b)];
+        }
       }
-      paths.push_back(RadixTree::SeqPath{seq.node, seq.depth, &seq.blocks});
+      paths.push_back(RadixTree::SeqPath{seq.node, seq.depth, seq.tables});
     }
     int32_t used = 0;
     for (int32_t b = 0; b < pool_.num_blocks(); ++b) {
@@ -227,15 +257,22 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     if (pool_.num_free() < need) tree_.evict(need - pool_.num_free(), pool_, &evicted_, &spilled_);
   }
   static size_t first_writable(const Seq& seq) { return static_cast<size_t>(seq.depth); }
-  // One table per sequence: the tree's paths hold every layer (no block-table groups).
-  static std::span<std::vector<int32_t>> tables(Seq& seq) { return {&seq.blocks, 1}; }
-  static std::span<const std::vector<int32_t>> tables(const Seq& seq) { return {&seq.blocks, 1}; }
-  static int32_t window_of(int32_t) { return 0; }
-  static int32_t num_tables() { return 1; }
+  static std::span<std::vector<int32_t>> tables(Seq& seq) { return seq.tables; }
+  static std::span<const std::vector<int32_t>> tables(const Seq& seq) { return seq.tables; }
+  int32_t window_of(int32_t group) const { return windows_[static_cast<size_t>(group)]; }
+  int32_t num_tables() const { return static_cast<int32_t>(windows_.size()); }
+
+  // A prefix hit: every group's blocks for its first `length` positions (a windowed group's
+  // before its window -1: not held), and the tree path to lock.
+  struct Hit {
+    int32_t length = 0;
+    std::vector<std::vector<int32_t>> tables;  // [n_groups]
+    Match path;
+  };
 
   // Why the lookup of req (limited to `limit` tokens) missed what it missed: see the top.
-  block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const Match& m) const {
-    const int32_t hits = static_cast<int32_t>(m.blocks.size());
+  block_cache::Miss miss_reason(const loom_request_view& req, int64_t limit, const Hit& m) const {
+    const int32_t hits = m.length;
     if (req.token_ids == nullptr || hits >= lookup_blocks(req, limit)) return block_cache::Miss::kPartialBlock;
     const std::span<const int32_t> tokens = tokens_of(req);
     const size_t bs = static_cast<size_t>(block_size_);
@@ -250,28 +287,49 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
     return {req.token_ids, static_cast<size_t>(std::max(req.num_tokens, 0))};
   }
 
-  // Grows a table to `need` blocks, evicting cached blocks when the free ones run out. The
+  // Grows every table to `need` blocks, evicting cached blocks when the free ones run out. The
   // caller has checked that free + evictable covers it.
   void grow(Seq& seq, int32_t need) {
-    const int32_t extra = need - static_cast<int32_t>(seq.blocks.size());
+    int32_t extra = 0;
+    for (const std::vector<int32_t>& table : seq.tables) extra += std::max(0, need - static_cast<int32_t>(table.size()));
     if (extra <= 0) return;
     make_free(extra);
-    while (static_cast<int32_t>(seq.blocks.size()) < need) seq.blocks.push_back(pool_.take());
+    for (std::vector<int32_t>& table : seq.tables)
+      while (static_cast<int32_t>(table.size()) < need) table.push_back(pool_.take());
   }
 
   // The tree's blocks for req's leading full blocks, at most (limit - 1) tokens' worth: the
-  // last token is always computed. Only a sequence starting from scratch can match.
-  Match match(const loom_request_view& req, int64_t limit) const {
-    if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return Match{};
-    return tree_.match(req.cache_salt, tokens_of(req), lookup_blocks(req, limit));
+  // last token is always computed. A full-attention group needs the whole path; a windowed group
+  // only the blocks the window of the first computed token reaches (its tombstones before that
+  // do not stop a hit). Only a sequence starting from scratch can match.
+  Hit match(const loom_request_view& req, int64_t limit) const {
+    Hit hit;
+    hit.tables.resize(windows_.size());
+    if (!prefix_caching_ || req.token_ids == nullptr || req.num_computed_tokens != 0) return hit;
+    const std::span<const int32_t> tokens = tokens_of(req);
+    Match walked = tree_.match(req.cache_salt, tokens, lookup_blocks(req, limit));
+    const size_t groups = windows_.size();
+    const int64_t n = block_cache::longest_held_hit(walked.length, windows_, block_size_, [&](size_t g, int64_t i) {
+      return walked.blocks[static_cast<size_t>(i) * groups + g] >= 0;
+    });
+    hit.length = static_cast<int32_t>(n);
+    hit.path = n == walked.length ? std::move(walked) : tree_.match(req.cache_salt, tokens, hit.length);
+    for (size_t g = 0; g < groups; ++g) {
+      const int64_t first = block_cache::first_block_in_window(n * block_size_, windows_[g], block_size_);
+      for (int64_t i = 0; i < n; ++i)
+        hit.tables[g].push_back(i < first ? -1 : hit.path.blocks[static_cast<size_t>(i) * groups + g]);
+    }
+    return hit;
   }
 
-  // How many blocks a new sequence is short of, reusing the match: positive means it cannot be
+  // How many blocks a new sequence is short of, reusing the hit: positive means it cannot be
   // allocated now. Cached hits are counted out of the evictable supply, which they leave.
-  int32_t extra_blocks(const loom_request_view& req, int32_t num_new_tokens, const Match& m) const {
-    int32_t evictable_hits = 0;
-    for (int32_t b : m.blocks) evictable_hits += pool_.refcount(b) == 0 ? 1 : 0;
-    const int32_t fresh = blocks_for(req, num_new_tokens) - static_cast<int32_t>(m.blocks.size());
+  int32_t extra_blocks(const loom_request_view& req, int32_t num_new_tokens, const Hit& hit) const {
+    int32_t evictable_hits = 0, fresh = 0;
+    for (const std::vector<int32_t>& table : hit.tables) {
+      for (int32_t b : table) evictable_hits += b >= 0 && pool_.refcount(b) == 0 ? 1 : 0;
+      fresh += blocks_for(req, num_new_tokens) - static_cast<int32_t>(table.size());
+    }
     return fresh - (available() - evictable_hits);
   }
 
@@ -279,6 +337,7 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
   int32_t block_size_;
   bool prefix_caching_;
   bool check_invariants_;
+  std::vector<int32_t> windows_;  // [n_groups] each group's sliding window, 0: none
   BlockPool pool_;
   RadixTree tree_;
   // Chained hashes of evicted blocks, for evicted misses: 4 pools' worth, enough to explain a
