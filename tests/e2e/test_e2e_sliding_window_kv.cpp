@@ -1,10 +1,12 @@
 // Sliding-window KV through the whole server (cache interface 1.5, core/executor/kv_groups.hpp),
-// on the random gemma3-tiny preset (f32; 3 layers: 2 local of window 8, 1 global):
-//   * with cache paged the layers split into 3 block-table groups; while a long request decodes,
-//     /metrics shows the local groups holding only their window's blocks (at most 2 of 16 tokens
-//     each) beside the global group's whole context;
-//   * its greedy output equals the one with cache radix, which keeps one table for every layer
-//     (and says so at start-up), bit for bit in f32.
+// on the random gemma3-tiny preset (f32; 3 layers: 2 local of window 8, 1 global), for each cache
+// with group tables (paged, radix):
+//   * the layers split into 3 block-table groups; while a long request decodes, /metrics shows
+//     the local groups holding only their window's blocks (at most 2 of 16 tokens each) beside the
+//     global group's whole context;
+//   * its greedy output equals the one with cache contiguous, which keeps one table for every
+//     layer (and says so at start-up), bit for bit in f32; and so does the same prompt again,
+//     served from the prefix cache (the local groups' released blocks are still cached).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -76,8 +78,10 @@ nlohmann::json greedy_choice(const LiveServer& server) {
   return j["choices"][0];
 }
 
-TEST(E2eSlidingWindowKv, LocalGroupsHoldOnlyTheirWindowWhileDecoding) {
-  LiveServer server(config("paged"));
+class E2eSlidingWindowKv : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(E2eSlidingWindowKv, LocalGroupsHoldOnlyTheirWindowWhileDecoding) {
+  LiveServer server(config(GetParam()));
   const nlohmann::json body = {{"prompt", prompt()}, {"max_tokens", 200}, {"temperature", 0}, {"ignore_eos", true},
                                {"stream", true}};
   const std::string text = body.dump();
@@ -112,19 +116,26 @@ TEST(E2eSlidingWindowKv, LocalGroupsHoldOnlyTheirWindowWhileDecoding) {
   EXPECT_TRUE(caught) << "the request always finished before /metrics was read";
 }
 
-TEST(E2eSlidingWindowKv, GreedyOutputEqualsTheOneTableCache) {
-  nlohmann::json paged, radix;
+TEST_P(E2eSlidingWindowKv, GreedyOutputEqualsTheOneTableCacheAndAPrefixHit) {
+  nlohmann::json grouped, hit, one_table;
   {
-    LiveServer server(config("paged"));
-    paged = greedy_choice(server);
+    LiveServer server(config(GetParam()));
+    grouped = greedy_choice(server);
+    hit = greedy_choice(server);
+    // The second request found the first's 18 full blocks (the last token is always computed).
+    EXPECT_EQ(server.metrics().at("loom:prefix_cache_hits_total"), 18 * kBlock);
   }
   {
-    LiveServer server(config("radix"));
-    radix = greedy_choice(server);
+    LiveServer server(config("contiguous"));
+    one_table = greedy_choice(server);
   }
-  EXPECT_EQ(paged.dump(), radix.dump());
-  EXPECT_EQ(paged["logprobs"]["tokens"].size(), 24u);
+  EXPECT_EQ(grouped.dump(), one_table.dump());
+  EXPECT_EQ(hit.dump(), one_table.dump());
+  EXPECT_EQ(grouped["logprobs"]["tokens"].size(), 24u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Caches, E2eSlidingWindowKv, ::testing::Values("paged", "radix"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace loom
