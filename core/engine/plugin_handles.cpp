@@ -32,6 +32,8 @@ CacheHandle::CacheHandle(const LoadedPlugin& cache, int32_t num_groups)
   can_fork_ = sdk::present(vt, &loom_cache_vtable::fork) && sdk::present(vt, &loom_cache_vtable::take_block_copies);
   reports_evictions_ = sdk::present(vt, &loom_cache_vtable::take_evicted) &&
                        sdk::present(vt, &loom_cache_vtable::block_hashes);
+  gives_group_hashes_ =
+      reports_evictions_ && (num_groups == 1 || sdk::present(vt, &loom_cache_vtable::group_block_hashes));
   // A copy of only what the plugin's vtable holds (its struct_size stays), with free refused.
   std::memcpy(&scheduler_vtable_, &vt, std::min<size_t>(vt.struct_size, sizeof(scheduler_vtable_)));
   scheduler_vtable_.free = &refuse_free;
@@ -102,6 +104,19 @@ void CacheHandle::block_hashes(const loom_request_view& req, std::vector<uint64_
   out.resize(static_cast<size_t>(req.num_tokens));  // more than any block size can fill
   int32_t count = 0;
   cache_->call("block_hashes", &loom_cache_vtable::block_hashes, &req, out.data(),
+               static_cast<int32_t>(out.size()), &count);
+  out.resize(static_cast<size_t>(std::clamp(count, 0, req.num_tokens)));
+}
+
+void CacheHandle::group_block_hashes(const loom_request_view& req, int32_t group, std::vector<uint64_t>& out) const {
+  LOOM_CHECK(group >= 0 && group < num_groups_, "group_block_hashes: group " + std::to_string(group) +
+                                                    " of a cache with " + std::to_string(num_groups_) + " groups");
+  if (group == 0) return block_hashes(req, out);
+  out.clear();
+  if (!gives_group_hashes_ || req.num_tokens <= 1) return;
+  out.resize(static_cast<size_t>(req.num_tokens));  // more than any block size can fill
+  int32_t count = 0;
+  cache_->call("group_block_hashes", &loom_cache_vtable::group_block_hashes, &req, group, out.data(),
                static_cast<int32_t>(out.size()), &count);
   out.resize(static_cast<size_t>(std::clamp(count, 0, req.num_tokens)));
 }

@@ -59,6 +59,11 @@ class CacheHandle {
   std::span<const loom_evicted_block> take_evicted() const;
   // The chain hashes of req's usable leading full blocks into `out` (resized); empty below 1.4.
   void block_hashes(const loom_request_view& req, std::vector<uint64_t>& out) const;
+  // Interface 1.6: whether the cache gives every group's chain hashes (always, with one group).
+  bool gives_group_hashes() const { return gives_group_hashes_; }
+  // The chain hashes group `group` registers req's usable leading full blocks under, into `out`
+  // (resized): group 0's are block_hashes', another group's empty unless gives_group_hashes().
+  void group_block_hashes(const loom_request_view& req, int32_t group, std::vector<uint64_t>& out) const;
   // Evicts up to max_blocks cached blocks now, reported through take_evicted; 0 below 1.4.
   int32_t evict_cached(int32_t max_blocks) const;
   // Grows req's table to hold num_computed_tokens + num_new_tokens; false (state unchanged) when
@@ -81,6 +86,7 @@ class CacheHandle {
   bool can_fork_ = false;
   bool can_trim_ = false;
   bool reports_evictions_ = false;
+  bool gives_group_hashes_ = false;
   int32_t num_groups_ = 1;
 };
 

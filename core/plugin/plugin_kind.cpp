@@ -68,7 +68,9 @@ const std::vector<KindInfo>& all_kinds() {
            {4, LOOM_SIZE_THROUGH(loom_cache_vtable, evict_cached),
             LOOM_SIZE_THROUGH(loom_cache_create_args, bytes_per_block_extra)},
            // + group_block_table; the create args + n_groups, group_windows (block-table groups)
-           {5, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},
+           {5, LOOM_SIZE_THROUGH(loom_cache_vtable, group_block_table), sizeof(loom_cache_create_args)},
+           // + group_block_hashes (a tier restores every group's prefix blocks)
+           {6, sizeof(loom_cache_vtable), sizeof(loom_cache_create_args)},
        }},
       {LOOM_KIND_CACHE_OFFLOAD, "cache_offload", LOOM_CACHE_OFFLOAD_IFACE_MAJOR, LOOM_CACHE_OFFLOAD_IFACE_MINOR,
        {

@@ -51,7 +51,7 @@ TEST(PluginKind, HostSizesAndVersions) {
   EXPECT_EQ(info.iface_minor, static_cast<uint32_t>(LOOM_CACHE_IFACE_MINOR));
   // Cache 1.0 ends at usage; 1.1 adds fork/take_block_copies; 1.2 the create args' last member;
   // 1.3 trim; 1.4 take_evicted, block_hashes and evict_cached; 1.5 group_block_table and the
-  // create args' n_groups and group_windows.
+  // create args' n_groups and group_windows; 1.6 group_block_hashes.
   EXPECT_EQ(info.version(0).vtable_size, offsetof(loom_cache_vtable, fork));
   EXPECT_EQ(info.version(1).vtable_size, offsetof(loom_cache_vtable, trim));
   EXPECT_EQ(info.version(1).create_args_size, offsetof(loom_cache_create_args, bytes_per_block_extra));
@@ -60,8 +60,10 @@ TEST(PluginKind, HostSizesAndVersions) {
   EXPECT_EQ(info.version(3).vtable_size, offsetof(loom_cache_vtable, take_evicted));
   EXPECT_EQ(info.version(4).vtable_size, offsetof(loom_cache_vtable, group_block_table));
   EXPECT_EQ(info.version(4).create_args_size, offsetof(loom_cache_create_args, n_groups));
-  EXPECT_EQ(info.version(5).vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(info.version(5).vtable_size, offsetof(loom_cache_vtable, group_block_hashes));
   EXPECT_EQ(info.version(5).create_args_size, sizeof(loom_cache_create_args));
+  EXPECT_EQ(info.version(6).vtable_size, sizeof(loom_cache_vtable));
+  EXPECT_EQ(info.version(6).create_args_size, sizeof(loom_cache_create_args));
   // Speculator 1.1 adds the host's draft models to the create args.
   EXPECT_EQ(kind_info(LOOM_KIND_SPECULATOR).version(0).create_args_size,
             offsetof(loom_speculator_create_args, draft_models));

@@ -17,7 +17,8 @@
 //
 // Block-table groups (interface 1.5): with n_groups > 1 each sequence holds one table per group
 // (seq_blocks.hpp releases a windowed group's blocks once they fall out of the window). Each
-// group registers and looks up its blocks under its own salt (its K/V are other layers'), and a
+// group registers and looks up its blocks under its own salt (its K/V are other layers'; interface
+// 1.6's group_block_hashes gives those keys to the host, which spills and restores by them), and a
 // prefix is matched only as far as every group holds what it reads: a full-attention group the
 // whole chain, a windowed group the blocks its window reaches from the hit on.
 //
@@ -177,11 +178,20 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
 
   // Interface 1.4: the chain hashes match() would look up, for every usable full block.
   int32_t block_hashes(const loom_request_view& req, uint64_t* out, int32_t capacity) const {
+    return group_block_hashes(req, 0, out, capacity);
+  }
+  // Interface 1.6: the same for one group, under its salt: what commit() registers (and
+  // take_evicted reports) its blocks under.
+  int32_t group_block_hashes(const loom_request_view& req, int32_t group, uint64_t* out, int32_t capacity) const {
+    if (group < 0 || static_cast<size_t>(group) >= windows_.size())
+      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: group " + std::to_string(group) + " is outside the " +
+                                                 std::to_string(windows_.size()) + " block-table groups");
     if (!prefix_caching_ || req.token_ids == nullptr) return 0;
     const int32_t n = std::min(lookup_blocks(req, req.num_tokens), capacity);
+    const uint64_t salt = block_cache::group_salt(req.cache_salt, static_cast<size_t>(group));
     uint64_t parent = kRootHash;
     for (int32_t i = 0; i < n; ++i) {
-      parent = block_hash(parent, req.cache_salt, block_tokens(req, static_cast<size_t>(i)));
+      parent = block_hash(parent, salt, block_tokens(req, static_cast<size_t>(i)));
       out[i] = parent;
     }
     return std::max(n, 0);

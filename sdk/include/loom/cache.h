@@ -7,8 +7,9 @@
  * (speculative decoding's rollback of rejected draft tokens); 1.4 adds take_evicted, block_hashes
  * and evict_cached (the host spills evicted prefix blocks to a cache_offload tier and restores
  * them); 1.5 adds block-table groups (create args' n_groups/group_windows, group_block_table): a
- * hybrid sliding-window model's local layers keep only their window's blocks. Older plugins'
- * shorter vtables and usage structs still load. *
+ * hybrid sliding-window model's local layers keep only their window's blocks; 1.6 adds
+ * group_block_hashes (a cache_offload tier restores the prefix blocks of every group). Older
+ * plugins' shorter vtables and usage structs still load. *
  * Threads and lifetimes. The host creates, calls and destroys an instance from one thread at a
  * time (start-up, then the engine thread), never concurrently, so an instance needs no lock of its
  * own; work it spreads with loom_host_api::parallel_for runs on the host's pool threads and is
@@ -29,7 +30,7 @@ extern "C" {
 #endif
 
 #define LOOM_CACHE_IFACE_MAJOR 1
-#define LOOM_CACHE_IFACE_MINOR 5
+#define LOOM_CACHE_IFACE_MINOR 6
 
 typedef struct loom_cache_create_args {
   uint32_t struct_size;
@@ -200,6 +201,15 @@ typedef struct loom_cache_vtable {
    * blocks the window of the first token computed after the hit reaches). */
   loom_status (*group_block_table)(void* self, uint64_t request_id, int32_t group, loom_block_list* out,
                                    loom_error_buf* err);
+
+  /* ---- 1.6 (read only when struct_size covers it; NULL = the host restores no spilled prefix
+   * block of a cache with n_groups > 1: it would not know the other groups' keys) ---- */
+  /* block_hashes for one group (0 <= group < n_groups): the chained hashes group `group` would
+   * register req's leading full blocks under (the same blocks block_hashes covers, at most
+   * `capacity`), into out[0, *count). Group 0's are block_hashes'; take_evicted reports an evicted
+   * block of group g under its group-g hash. No state changes. */
+  loom_status (*group_block_hashes)(void* self, const loom_request_view* req, int32_t group, uint64_t* out,
+                                    int32_t capacity, int32_t* count, loom_error_buf* err);
 } loom_cache_vtable;
 
 #ifdef __cplusplus

@@ -104,6 +104,11 @@ template <class T>
 concept HasBlockHashes = requires(const T& t, RequestArg req, uint64_t* out, int32_t capacity) {
   { t.block_hashes(req, out, capacity) } -> std::convertible_to<int32_t>;
 };
+// Cache interface 1.6: the chain hashes of one block-table group.
+template <class T>
+concept HasGroupBlockHashes = requires(const T& t, RequestArg req, int32_t group, uint64_t* out, int32_t capacity) {
+  { t.group_block_hashes(req, group, out, capacity) } -> std::convertible_to<int32_t>;
+};
 #if LOOM_CACHE_OFFLOAD_IFACE_MINOR >= 1
 // Cache-offload interface 1.1: save with the entry's provenance.
 template <class T>
@@ -533,6 +538,24 @@ struct VtableFor<loom_cache_vtable, T> {
       return nullptr;
   }
 #endif
+#if LOOM_CACHE_IFACE_MINOR >= 6
+  // group_block_hashes(req, group, out, capacity): the count written (interface 1.6).
+  static loom_status group_block_hashes(void* s, Req req, int32_t group, uint64_t* out, int32_t capacity,
+                                        int32_t* count, loom_error_buf* err) noexcept {
+    return detail::guarded(err, [&] {
+      if (count == nullptr || (out == nullptr && capacity > 0))
+        throw Error(LOOM_ERR_INVALID_ARGUMENT, "group_block_hashes: out or count is NULL");
+      *count = detail::self_as<T>(s).group_block_hashes(Arg{req}, group, out, capacity);
+      return LOOM_OK;
+    });
+  }
+  static constexpr decltype(loom_cache_vtable::group_block_hashes) group_block_hashes_or_null() {
+    if constexpr (detail::HasGroupBlockHashes<T>)
+      return &group_block_hashes;
+    else
+      return nullptr;
+  }
+#endif
   static const loom_cache_vtable kTable;  // defined below: it calls the functions above
 };
 
@@ -560,6 +583,9 @@ const loom_cache_vtable VtableFor<loom_cache_vtable, T>::kTable = {sizeof(loom_c
 #endif
 #if LOOM_CACHE_IFACE_MINOR >= 5
                                                                    group_block_table_or_null(),
+#endif
+#if LOOM_CACHE_IFACE_MINOR >= 6
+                                                                   group_block_hashes_or_null(),
 #endif
 };
 
