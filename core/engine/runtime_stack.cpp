@@ -235,7 +235,7 @@ RuntimeStack::RuntimeStack(const Config& config)
     }
   }
   swaps_ = std::make_unique<SwapCoordinator>(*cache_handle_, cache_offload_.get(), offload_args.copy.bytes_per_block,
-                                             layout.block_size);
+                                             layout.block_size, kv_groups_.windows);
   if (cache_offload_ && config.cache_offload_spill) {
     if (cache_handle_->reports_evictions()) {
       std::vector<const LoadedPlugin*> chain{cache_offload_.get()};

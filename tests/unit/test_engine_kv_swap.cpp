@@ -1,8 +1,11 @@
-// KvSwapper over the real host tier and a real KvPool (2 layers, 8 blocks of 4 tokens, 1 KV head
+// KvSwapper over the real host tier and a real KvPool (2 layers, 16 blocks of 4 tokens, 1 KV head
 // of dim 2, f32: 128 bytes a block): exact token counts, K/V bytes equal after a round trip,
 // chunked restores (continuing inside a loaded block), evicted entries, all-or-nothing when the
 // tier is short, forget, re-preemption mid-restore, and the engine's per-step helper
-// restore_swapped (never the last token of a finishing chunk).
+// restore_swapped (never the last token of a finishing chunk). With block-table groups: every
+// group's held blocks saved under keys of their own, released (-1) entries neither saved nor
+// written, and a restore that passes them only when it reaches the first token no window reads
+// them from.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,12 +21,24 @@ namespace {
 
 constexpr int32_t kBlockSize = 4;
 
+using Table = std::vector<int32_t>;
+
+// A request's tables, one per block-table group, as the cache would show them.
+struct GroupTableSet {
+  std::vector<Table> tables;  // [group][block]
+  std::vector<std::span<const int32_t>> views;
+  explicit GroupTableSet(std::vector<Table> t) : tables(std::move(t)) {
+    for (const Table& table : tables) views.emplace_back(table);
+  }
+  GroupTables all() const { return views; }
+};
+
 class KvSwap : public ::testing::Test {
  protected:
   static KvPoolShape shape() {
     KvPoolShape s;
     s.n_layers = 2;
-    s.num_blocks = 8;
+    s.num_blocks = 16;
     s.block_size = kBlockSize;
     s.n_kv_heads = 1;
     s.head_dim = 2;
@@ -33,13 +48,13 @@ class KvSwap : public ::testing::Test {
   static constexpr int64_t kBytesPerBlock = 2 * 2 * kBlockSize * 1 * 2 * 4;  // layers * (K,V) * block
 
   // The tier over pool_, with `capacity` bytes; every pool block filled with its own values.
-  void open(const std::string& capacity = "\"1MiB\"") {
+  void open(const std::string& capacity = "\"1MiB\"", std::vector<int32_t> windows = {0}) {
     loom_cache_offload_create_args args{};
     args.struct_size = sizeof(args);
     args.copy = make_kv_copy_ops(pool_);
     ASSERT_EQ(args.copy.bytes_per_block, kBytesPerBlock);
     tier_ = host_.create(PluginSpec{LOOM_KIND_CACHE_OFFLOAD, "host", "", "{\"capacity\": " + capacity + "}"}, &args);
-    swapper_ = std::make_unique<KvSwapper>(*tier_, kBytesPerBlock);
+    swapper_ = std::make_unique<KvSwapper>(*tier_, kBytesPerBlock, std::move(windows));
     for (int32_t b = 0; b < shape().num_blocks; ++b) fill(b, b + 1);
   }
 
@@ -66,6 +81,12 @@ class KvSwap : public ::testing::Test {
     }
     return out;
   }
+  // The three-group swapper (below) over a tier of `capacity`, and request 1 swapped out as
+  // kSwapped, 12 tokens; returns pool blocks 0..6 as they were.
+  std::vector<std::vector<float>> swap_out_groups(const std::string& capacity = "\"1MiB\"");
+  // Every held block of kSwapped's (below) in the same place of `tables`, as it was (`was`: block
+  // b's contents, by pool id).
+  void expect_held_blocks_in(const GroupTableSet& tables, const std::vector<std::vector<float>>& was);
   int64_t entries() {
     loom_cache_offload_usage u{};
     u.struct_size = sizeof(u);
@@ -80,8 +101,6 @@ class KvSwap : public ::testing::Test {
   std::unique_ptr<LoadedPlugin> tier_;
   std::unique_ptr<KvSwapper> swapper_;
 };
-
-using Table = std::vector<int32_t>;
 
 TEST_F(KvSwap, RoundTripRestoresExactTokensAndBytes) {
   open();
@@ -217,7 +236,8 @@ TEST_F(KvSwap, RestoreForStepKeepsTheLastTokenComputed) {
   open();
   // Decoding request preempted with 10 tokens computed; it holds 11 (the last sampled).
   ASSERT_EQ(swapper_->swap_out(1, Table{0, 1, 2}, 10, kBlockSize), 10);
-  const Table t{5, 6, 7};
+  const Table table{5, 6, 7};
+  const std::span<const int32_t> t[] = {table};
   SwapInStep step{1, 0, 11, 11, t};
   EXPECT_EQ(restore_swapped(*swapper_, step, kBlockSize), 10) << "computes only token 10";
 
@@ -241,10 +261,125 @@ TEST_F(KvSwap, RestoreForStepKeepsTheLastTokenComputed) {
 TEST_F(KvSwap, RestoreForStepOverAWholeStep) {
   open();
   ASSERT_EQ(swapper_->swap_out(1, Table{0, 1}, 7, kBlockSize), 7);
-  const Table t1{3, 4}, t2{5};
+  const Table table1{3, 4}, table2{5};
+  const std::span<const int32_t> t1[] = {table1}, t2[] = {table2};
   const std::vector<SwapInStep> steps{{1, 0, 8, 8, t1}, {2, 0, 3, 3, t2}, {1, 7, 0, 8, t1}};
   EXPECT_EQ(restore_swapped(*swapper_, steps, kBlockSize), (std::vector<int32_t>{7, 0, 0}));
   EXPECT_EQ(swapper_->swapped_in_blocks_total(), 2);
+}
+
+// Three groups: 0 of full attention, 1 and 2 of window 4 (tokens of block size 4). A request of
+// 12 computed tokens whose last room was made from token 7 or later: the windowed groups released
+// block 0 (tokens 0..3, before 7 - 4 + 1), so computing may resume from token 1 * 4 + 4 - 1 = 7 on.
+constexpr int32_t kGroupWindows[] = {0, 4, 4};
+
+const GroupTableSet kSwapped({{0, 1, 2}, {-1, 3, 4}, {-1, 5, 6}});
+const GroupTableSet kNew({{8, 9, 10}, {11, 12, 13}, {14, 15, 7}});
+
+std::vector<std::vector<float>> KvSwap::swap_out_groups(const std::string& capacity) {
+  open(capacity, {kGroupWindows, kGroupWindows + 3});
+  std::vector<std::vector<float>> was;
+  for (int32_t b = 0; b < 7; ++b) was.push_back(contents(b));
+  EXPECT_EQ(swapper_->swap_out(1, kSwapped.all(), 12, kBlockSize), 12);
+  return was;
+}
+
+void KvSwap::expect_held_blocks_in(const GroupTableSet& tables, const std::vector<std::vector<float>>& was) {
+  for (size_t g = 0; g < 3; ++g) {
+    for (size_t i = 0; i < 3; ++i) {
+      const int32_t from = kSwapped.tables[g][i];
+      if (from < 0) continue;
+      EXPECT_EQ(contents(tables.tables[g][i]), was[static_cast<size_t>(from)]) << "group " << g << " block " << i;
+    }
+  }
+}
+
+TEST_F(KvSwap, GroupsSaveTheirHeldBlocksAndRestoreThemIntoTheirOwnTables) {
+  const std::vector<std::vector<float>> was = swap_out_groups();
+  EXPECT_EQ(swapper_->swapped_out_blocks_total(), 7) << "3 + 2 + 2 held blocks; the released ones are not saved";
+  EXPECT_EQ(entries(), 7) << "one entry each: no two groups share a key";
+  for (int32_t b = 0; b < 16; ++b) fill(b, 40 + b);
+  const std::vector<float> stand_in_1 = contents(11), stand_in_2 = contents(14);
+
+  EXPECT_EQ(swapper_->swap_in(1, kNew.all(), 0, 12, kBlockSize), 12);
+  expect_held_blocks_in(kNew, was);
+  EXPECT_EQ(contents(11), stand_in_1) << "a released block's stand-in is not written";
+  EXPECT_EQ(contents(14), stand_in_2);
+  EXPECT_EQ(swapper_->swapped_in_blocks_total(), 7);
+  EXPECT_FALSE(swapper_->has_swapped(1));
+  EXPECT_EQ(entries(), 0);
+}
+
+TEST_F(KvSwap, AGroupRestoreStopsOnlyWhereNoWindowReadsAReleasedBlock) {
+  const std::vector<std::vector<float>> was = swap_out_groups();
+  // A chunk of tokens 0..5 would have the model compute token 6, whose window reads token 3 of
+  // the windowed groups' released block 0: nothing is restored, the chunk is computed.
+  EXPECT_EQ(swapper_->swap_in(1, kNew.all(), 0, 6, kBlockSize), 0);
+  EXPECT_EQ(swapper_->swapped_in_blocks_total(), 0);
+  EXPECT_EQ(entries(), 7);
+  // Computed up to token 6, the next chunk starts unaligned: nothing; its blocks' entries go.
+  EXPECT_EQ(swapper_->swap_in(1, kNew.all(), 6, 2, kBlockSize), 0);
+  EXPECT_EQ(entries(), 3) << "block 2's three entries are left";
+  // From token 8 no window reaches block 0: block 2 of every group comes back.
+  EXPECT_EQ(swapper_->swap_in(1, kNew.all(), 8, 4, kBlockSize), 4);
+  EXPECT_EQ(contents(10), was[2]);
+  EXPECT_EQ(contents(13), was[4]);
+  EXPECT_EQ(contents(7), was[6]);
+  EXPECT_EQ(swapper_->swapped_in_blocks_total(), 3);
+  EXPECT_FALSE(swapper_->has_swapped(1));
+
+  // From token 0 with room for tokens 0..7: it reaches token 7, so blocks 0 and 1 come back.
+  ASSERT_EQ(swapper_->swap_out(2, kSwapped.all(), 12, kBlockSize), 12);
+  for (int32_t b = 0; b < 16; ++b) fill(b, 60 + b);
+  EXPECT_EQ(swapper_->swap_in(2, kNew.all(), 0, 8, kBlockSize), 8);
+  EXPECT_EQ(contents(8), was[0]);
+  EXPECT_EQ(contents(9), was[1]);
+  EXPECT_EQ(contents(12), was[3]);
+  EXPECT_EQ(contents(15), was[5]);
+  EXPECT_EQ(swapper_->swapped_in_blocks_total(), 3 + 4);
+  EXPECT_EQ(swapper_->swap_in(2, kNew.all(), 8, 4, kBlockSize), 4);
+  EXPECT_EQ(contents(7), was[6]);
+  EXPECT_EQ(entries(), 0);
+}
+
+TEST_F(KvSwap, PreemptedAgainMidGroupRestoreKeepsTheRest) {
+  const std::vector<std::vector<float>> was = swap_out_groups();
+  ASSERT_EQ(swapper_->swap_in(1, kNew.all(), 0, 8, kBlockSize), 8);
+  // Preempted with tokens 0..7 in blocks 0 and 1 (the windowed groups' block 0 released again):
+  // saving those completes the range, block 2's entries stay.
+  const GroupTableSet now({{8, 9}, {-1, 12}, {-1, 15}});
+  EXPECT_EQ(swapper_->swap_out(1, now.all(), 8, kBlockSize), 12);
+  EXPECT_EQ(entries(), 4 + 3);
+  EXPECT_EQ(swapper_->swapped_out_blocks_total(), 7 + 4);
+  for (int32_t b = 0; b < 16; ++b) fill(b, 80 + b);
+  EXPECT_EQ(swapper_->swap_in(1, kNew.all(), 0, 12, kBlockSize), 12);
+  expect_held_blocks_in(kNew, was);
+  EXPECT_EQ(entries(), 0);
+}
+
+TEST_F(KvSwap, AnEvictionBeforeTheResumePointDropsTheGroupRestore) {
+  swap_out_groups(std::to_string(7 * kBytesPerBlock));
+  // Request 2's three entries push out request 1's oldest: block 0 of group 0, block 1 of groups 0, 1.
+  const GroupTableSet other({{13}, {14}, {15}});
+  ASSERT_EQ(swapper_->swap_out(2, other.all(), 4, kBlockSize), 4);
+  ASSERT_EQ(entries(), 7);
+  // Restoring stops at block 0, before token 7: resuming there would read the windowed groups'
+  // released block 0, so request 1 recomputes and its other entries go.
+  EXPECT_EQ(swapper_->swap_in(1, kNew.all(), 0, 12, kBlockSize), 0);
+  EXPECT_FALSE(swapper_->has_swapped(1));
+  EXPECT_EQ(entries(), 3);
+  EXPECT_EQ(swapper_->swapped_in_blocks_total(), 0);
+}
+
+TEST_F(KvSwap, GroupTablesMustReleaseOnlyLeadingBlocksOfWindowedGroups) {
+  open("\"1MiB\"", {kGroupWindows, kGroupWindows + 3});
+  const GroupTableSet hole({{0, 1, 2}, {3, -1, 4}, {-1, 5, 6}});
+  EXPECT_THROW(swapper_->swap_out(1, hole.all(), 12, kBlockSize), Error);
+  const GroupTableSet full_released({{-1, 1, 2}, {-1, 3, 4}, {-1, 5, 6}});
+  EXPECT_THROW(swapper_->swap_out(1, full_released.all(), 12, kBlockSize), Error) << "group 0 has no window";
+  const GroupTableSet two({{0, 1, 2}, {-1, 3, 4}});
+  EXPECT_THROW(swapper_->swap_out(1, two.all(), 12, kBlockSize), Error) << "three groups, two tables";
+  EXPECT_EQ(entries(), 0);
 }
 
 }  // namespace
