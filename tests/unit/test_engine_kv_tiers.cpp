@@ -13,11 +13,8 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
-#include <mutex>
-#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -25,51 +22,24 @@
 
 #include "core/config/config.hpp"
 #include "core/engine/engine.hpp"
+#include "engine_prompt_runs.hpp"
 
 namespace loom {
 namespace {
 
 namespace fs = std::filesystem;
+using test::Outcome;
+using test::Prompt;
+using test::run;
+using test::settled;
 
-constexpr int kFamilies = 6;
 constexpr int kPrefixTokens = 48;  // three blocks of 16 shared by a family
-constexpr int32_t kFirstId = 3;
-constexpr int32_t kVocab = 512;
 constexpr int32_t kBlockSize = 16;
 
-struct Prompt {
-  std::vector<int32_t> ids;
-  int32_t max_tokens = 0;
-};
-
-// Family f's requests share its 48-token prefix (BOS first) and add 1..10 tokens of their own.
-// warm: one per family; storm: six per family, interleaved.
-struct Workload {
-  std::vector<Prompt> warm, storm;
-};
-
-const Workload& workload() {
-  static const Workload w = [] {
-    std::mt19937 rng(20261202);
-    auto uniform = [&](int lo, int hi) { return lo + static_cast<int>(rng() % static_cast<uint32_t>(hi - lo + 1)); };
-    std::vector<std::vector<int32_t>> prefixes(kFamilies);
-    for (auto& p : prefixes) {
-      p.push_back(1);
-      while (static_cast<int>(p.size()) < kPrefixTokens) p.push_back(uniform(kFirstId, kVocab - 1));
-    }
-    auto make = [&](int family) {
-      Prompt p;
-      p.ids = prefixes[static_cast<size_t>(family)];
-      const int tail = uniform(1, 10);
-      for (int i = 0; i < tail; ++i) p.ids.push_back(uniform(kFirstId, kVocab - 1));
-      p.max_tokens = uniform(8, 16);
-      return p;
-    };
-    Workload out;
-    for (int f = 0; f < kFamilies; ++f) out.warm.push_back(make(f));
-    for (int i = 0; i < 6 * kFamilies; ++i) out.storm.push_back(make(i % kFamilies));
-    return out;
-  }();
+// Six families of a 48-token prefix: warm, one request each; storm, six each, interleaved.
+const test::FamilyPrompts& workload() {
+  static const test::FamilyPrompts w = test::prefix_families(
+      {.seed = 20261202, .families = 6, .prefix_tokens = kPrefixTokens, .per_family = 6, .min_new = 8, .max_new = 16});
   return w;
 }
 
@@ -100,78 +70,6 @@ std::string config_text(const Tiers& t, const fs::path& disk_dir, int32_t num_bl
     text += "[cache_offload]\n" + disk;
   }
   return text;
-}
-
-struct Outcome {
-  std::vector<std::vector<int32_t>> tokens;
-  std::vector<std::string> errors;
-  std::vector<bool> aborted;
-};
-
-// Runs `prompts` on `engine`: all at once (concurrent) or one after another. abort_every > 0
-// aborts every abort_every-th request: odd ones at submission, even ones at their first token.
-Outcome run(Engine& engine, const std::vector<Prompt>& prompts, bool concurrent, int abort_every = 0) {
-  Outcome out;
-  out.tokens.resize(prompts.size());
-  out.errors.resize(prompts.size());
-  out.aborted.assign(prompts.size(), false);
-  std::mutex mutex;
-  std::condition_variable cv;
-  size_t done = 0;
-  std::vector<uint64_t> ids(prompts.size(), 0);
-  auto submit = [&](size_t i) {
-    GenerateRequest req;
-    req.prompt = prompts[i].ids;
-    req.sampling.temperature = 0.0f;
-    req.sampling.max_tokens = prompts[i].max_tokens;
-    req.sampling.ignore_eos = true;
-    const bool abort_here = abort_every > 0 && i % static_cast<size_t>(abort_every) == 0;
-    const bool at_first_token = abort_here && (i / static_cast<size_t>(abort_every)) % 2 == 0;
-    req.sink = [&, i, at_first_token](GenerationOutput&& o) {
-      std::lock_guard lock(mutex);
-      out.tokens[i].insert(out.tokens[i].end(), o.token_ids.begin(), o.token_ids.end());
-      if (at_first_token && !o.finish && !out.aborted[i]) {
-        out.aborted[i] = true;
-        engine.abort(ids[i]);
-      }
-      if (o.finish) {
-        if (*o.finish == FinishReason::kError) out.errors[i] = o.error.empty() ? "error" : o.error;
-        if (*o.finish == FinishReason::kAbort) out.aborted[i] = true;
-        ++done;
-        cv.notify_all();
-      }
-    };
-    {
-      std::lock_guard lock(mutex);
-      ids[i] = engine.submit(std::move(req));
-    }
-    if (abort_here && !at_first_token) engine.abort(ids[i]);
-  };
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    submit(i);
-    if (concurrent) continue;
-    std::unique_lock lock(mutex);
-    cv.wait_until(lock, deadline, [&] { return done == i + 1; });
-  }
-  std::unique_lock lock(mutex);
-  cv.wait_until(lock, deadline, [&] { return done == prompts.size(); });
-  EXPECT_EQ(done, prompts.size()) << "requests never finished";
-  return out;
-}
-
-// The stats once the engine has published the end of the last step (a sink runs inside it) and
-// the copy worker has written what was queued (spills hold their staging buffer until then).
-EngineStats settled(const Engine& engine) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  EngineStats s = engine.stats();
-  while ((s.kv_num_seqs != 0 || s.num_running != 0 || s.num_waiting != 0 || s.kv_tier_fetching != 0 ||
-          s.kv_tier_staging_in_use != 0) &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    s = engine.stats();
-  }
-  return s;
 }
 
 // Every prompt alone on a roomy pool, no tier.
