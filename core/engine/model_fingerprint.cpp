@@ -80,9 +80,18 @@ uint64_t model_file_hash(const std::string& path) {
 }
 
 std::string model_fingerprint(uint64_t file_hash, const KvLayoutDesc& l) {
-  char buf[128];
-  std::snprintf(buf, sizeof(buf), "%016llx-t%d-L%d-H%d-D%d-B%d", static_cast<unsigned long long>(file_hash),
-                static_cast<int>(l.kv_dtype), l.n_layers, l.n_kv_heads, l.head_dim, l.block_size);
+  char buf[192];
+  int n = std::snprintf(buf, sizeof(buf), "%016llx-t%d-L%d-H%d-D%d-B%d", static_cast<unsigned long long>(file_hash),
+                        static_cast<int>(l.kv_dtype), l.n_layers, l.n_kv_heads, l.head_dim, l.block_size);
+  if (l.groups.num_groups() > 1) {
+    uint64_t map = mix(0x6c6f6f6d2d67726full, static_cast<uint64_t>(l.groups.slots));
+    for (int32_t layer = 0; layer < l.groups.n_layers(); ++layer) {
+      map = mix(map, static_cast<uint64_t>(l.groups.group_of[static_cast<size_t>(layer)]));
+      map = mix(map, static_cast<uint64_t>(l.groups.slot_of[static_cast<size_t>(layer)]));
+    }
+    std::snprintf(buf + n, sizeof(buf) - static_cast<size_t>(n), "-G%dx%d-%016llx", l.groups.num_groups(),
+                  l.groups.slots, static_cast<unsigned long long>(map));
+  }
   return buf;
 }
 
