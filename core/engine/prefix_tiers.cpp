@@ -1,6 +1,8 @@
 #include "core/engine/prefix_tiers.hpp"
 
 #include <algorithm>
+#include <cstddef>
+#include <cstdint>
 
 #include "core/common/logging.hpp"
 
@@ -14,7 +16,17 @@ constexpr uint64_t kPrefixKeyMask = ~(uint64_t{1} << 63);
 
 PrefixTiers::PrefixTiers(const CacheHandle& cache, KvStaging& staging, std::vector<const LoadedPlugin*> tiers,
                          int32_t block_size)
-    : cache_(&cache), block_size_(block_size), staging_(&staging) {
+    : cache_(&cache),
+      block_size_(block_size),
+      num_groups_(cache.num_groups()),
+      restores_(cache.gives_group_hashes()),
+      staging_(&staging),
+      hashes_(static_cast<size_t>(cache.num_groups())) {
+  if (!restores_)
+    LOOM_LOG_WARN("cache_offload: cache '{}' has {} block-table groups but no group_block_hashes (cache interface "
+                  "1.6), so the tiers cannot find its other groups' blocks: evicted prefix blocks are spilled, "
+                  "never restored",
+                  cache.name(), num_groups_);
   std::vector<OffloadTier*> raw;
   for (const LoadedPlugin* t : tiers) {
     tiers_.push_back(std::make_unique<OffloadTier>(*t, staging.bytes_per_block()));
@@ -62,18 +74,26 @@ void PrefixTiers::spill(std::span<const loom_evicted_block> evicted) {
 }
 
 bool PrefixTiers::hold(const loom_request_view& req) {
-  if (!cache_->reports_evictions() || req.num_computed_tokens != 0 || held_.count(req.request_id) != 0) return false;
-  cache_->block_hashes(req, hashes_);
-  const int32_t pool = cache_->match_prefix(req) / block_size_;
-  if (pool >= static_cast<int32_t>(hashes_.size())) return false;
-  // Only the first missing block is probed here (an index lookup in each tier); the worker
-  // fetches as far as the tiers go.
-  const uint64_t first = hashes_[static_cast<size_t>(pool)] & kPrefixKeyMask;
-  const bool somewhere = std::any_of(tiers_.begin(), tiers_.end(), [&](const auto& t) { return t->contains(first); });
-  if (!somewhere) return false;
+  if (!restores_ || req.num_computed_tokens != 0 || held_.count(req.request_id) != 0) return false;
+  size_t blocks = SIZE_MAX;
+  for (int32_t g = 0; g < num_groups_; ++g) {
+    cache_->group_block_hashes(req, g, hashes_[static_cast<size_t>(g)]);
+    blocks = std::min(blocks, hashes_[static_cast<size_t>(g)].size());
+  }
+  const auto pool = static_cast<size_t>(cache_->match_prefix(req) / block_size_);
+  if (pool >= blocks) return false;
+  // Only the first missing block is probed here (an index lookup in each tier, per group); the
+  // worker fetches as far as the tiers go.
+  for (const std::vector<uint64_t>& group : hashes_) {
+    const uint64_t first = group[pool] & kPrefixKeyMask;
+    if (std::none_of(tiers_.begin(), tiers_.end(), [&](const auto& t) { return t->contains(first); })) return false;
+  }
+  // Block-major, so the fetch, which stops at the first key no tier holds, ends on whole blocks
+  // but for the last one (release_held drops its part).
   std::vector<uint64_t> keys;
-  for (size_t i = static_cast<size_t>(pool); i < hashes_.size(); ++i) keys.push_back(hashes_[i] & kPrefixKeyMask);
-  worker_->fetch(req.request_id, pool, std::move(keys));
+  for (size_t i = pool; i < blocks; ++i)
+    for (const std::vector<uint64_t>& group : hashes_) keys.push_back(group[i] & kPrefixKeyMask);
+  worker_->fetch(req.request_id, static_cast<int32_t>(pool), std::move(keys));
   held_.insert(req.request_id);
   return true;
 }
@@ -84,6 +104,11 @@ std::vector<uint64_t> PrefixTiers::release_held() {
     decisions_.recompute_load_failed += r.load_failures;
     if (r.out_of_staging) ++decisions_.recompute_no_staging;
     Staged s{r.first_block, std::move(r.slots)};
+    // A block whose every group came back is restorable; a part of one is not.
+    while (s.slots.size() % static_cast<size_t>(num_groups_) != 0) {
+      staging_->release(s.slots.back());
+      s.slots.pop_back();
+    }
     if (held_.erase(r.request_id) == 0) {  // finished or aborted while fetching
       drop_staged(s);
       continue;
@@ -110,7 +135,8 @@ int32_t PrefixTiers::restore(const RequestState& req, int32_t num_new_tokens) {
   const auto it = staged_.find(req.id);
   if (it == staged_.end()) return 0;
   Staged& s = it->second;
-  const int32_t end_block = s.first_block + static_cast<int32_t>(s.slots.size());
+  const auto groups = static_cast<size_t>(num_groups_);
+  const int32_t end_block = s.first_block + static_cast<int32_t>(s.slots.size() / groups);
   auto finish = [&](int64_t TierDecisions::*unused_reason) {
     for (int32_t slot : s.slots) decisions_.*unused_reason += slot >= 0 ? 1 : 0;
     drop_staged(s);
@@ -146,18 +172,21 @@ int32_t PrefixTiers::restore(const RequestState& req, int32_t num_new_tokens) {
       spill_evicted();  // growing may have evicted blocks, which the copies below overwrite
     }
   }
-  const std::span<const int32_t> table = cache_->block_table(req.id);
-  for (int32_t b = at; b < at + take; ++b) {
-    int32_t& slot = s.slots[static_cast<size_t>(b - s.first_block)];
-    staging_->unstage_to_pool(slot, table[static_cast<size_t>(b)]);
-    staging_->release(slot);
-    slot = -1;
+  // Each group's staged block into the same position of that group's table.
+  for (size_t g = 0; g < groups; ++g) {
+    const std::span<const int32_t> table = cache_->group_block_table(req.id, static_cast<int32_t>(g));
+    for (int32_t b = at; b < at + take; ++b) {
+      int32_t& slot = s.slots[static_cast<size_t>(b - s.first_block) * groups + g];
+      staging_->unstage_to_pool(slot, table[static_cast<size_t>(b)]);
+      staging_->release(slot);
+      slot = -1;
+    }
   }
-  decisions_.restored += take;
+  decisions_.restored += static_cast<int64_t>(take) * num_groups_;
   lower_tier_tokens_ += static_cast<int64_t>(take) * block_size_;
   // Blocks the pool already had (another request computed them meanwhile) are not needed.
-  for (int32_t b = s.first_block; b < at; ++b) {
-    int32_t& slot = s.slots[static_cast<size_t>(b - s.first_block)];
+  for (size_t i = 0; i < static_cast<size_t>(at - s.first_block) * groups; ++i) {
+    int32_t& slot = s.slots[i];
     if (slot >= 0) {
       staging_->release(slot);
       slot = -1;
@@ -167,7 +196,7 @@ int32_t PrefixTiers::restore(const RequestState& req, int32_t num_new_tokens) {
   if (at + take >= end_block || take == 0) {
     finish(&TierDecisions::recompute_not_needed);
   } else {
-    const int32_t used = at + take - s.first_block;
+    const auto used = static_cast<std::ptrdiff_t>(static_cast<size_t>(at + take - s.first_block) * groups);
     s.slots.erase(s.slots.begin(), s.slots.begin() + used);
     s.first_block = at + take;
   }

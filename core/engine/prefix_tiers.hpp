@@ -17,6 +17,12 @@
 //   blocks [0, pool)             in the pool (match_prefix at hold time)
 //   blocks [pool, pool + k)      staged from a tier: restored when the pool's hit reaches them
 //   blocks [pool + k, ...)       computed
+//
+// Block-table groups (cache interfaces 1.5, 1.6): a block position holds one pool block per group
+// (each its own layers), spilled under that group's chain hash. A run [pool, pool + k) is
+// restored only where the tiers hold the block of EVERY group, so the model finds in the pool
+// whatever layer it reads; k blocks take k * num_groups staging slots. A cache with groups that
+// does not give the other groups' hashes (group_block_hashes) still spills; nothing is restored.
 #pragma once
 
 #include <cstdint>
@@ -68,19 +74,22 @@ class PrefixTiers {
  private:
   struct Staged {
     int32_t first_block = 0;
-    std::vector<int32_t> slots;  // [i]: block first_block + i; -1 once used or released
+    // [i * num_groups + g]: group g's block first_block + i; -1 once used or released
+    std::vector<int32_t> slots;
   };
   void drop_staged(Staged& s);
   void spill(std::span<const loom_evicted_block> evicted);
 
   const CacheHandle* cache_;
   int32_t block_size_;
+  int32_t num_groups_;
+  bool restores_;  // the cache gives every group's hashes
   KvStaging* staging_;
   std::vector<std::unique_ptr<OffloadTier>> tiers_;
   std::unique_ptr<TierCopyWorker> worker_;  // after the tiers and the staging: joined first
   std::unordered_set<uint64_t> held_;
   std::unordered_map<uint64_t, Staged> staged_;
-  std::vector<uint64_t> hashes_;  // scratch
+  std::vector<std::vector<uint64_t>> hashes_;  // [num_groups] scratch
   TierDecisions decisions_;
   int64_t lower_tier_tokens_ = 0;
 };

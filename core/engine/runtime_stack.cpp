@@ -118,16 +118,12 @@ RuntimeStack::RuntimeStack(const Config& config)
   };
   // Block-table groups (kv_groups.hpp): a hybrid sliding-window model's local layers keep only
   // their window's blocks, where the cache holds one table per group. A cache_offload tier moves
-  // a request's blocks through one table (swap, spill), so with one every layer shares it.
+  // every group's blocks (swap: kv_swap.hpp; spill and restore: prefix_tiers.hpp).
   kv_groups_ = KvGroups::single(hparams.n_layers);
   if (hparams.has_windowed_layers()) {
     std::vector<int32_t> windows;
     for (int32_t l = 0; l < hparams.n_layers; ++l) windows.push_back(hparams.window_of(l));
-    if (config.cache_offload)
-      LOOM_LOG_INFO("KV cache: every layer keeps its blocks, windowed or not: [cache_offload] moves one block table "
-                    "per request");
-    else
-      kv_groups_ = KvGroups::for_windows(windows);
+    kv_groups_ = KvGroups::for_windows(windows);
   }
   auto make_cache = [&]() {
     loom_cache_create_args cache_args{};
@@ -217,11 +213,14 @@ RuntimeStack::RuntimeStack(const Config& config)
   offload_args.struct_size = sizeof(offload_args);
   offload_args.copy = kv_staging_->copy_ops();
   if (config.cache_offload) {
-    const KvLayoutDesc kv_layout{kv_dtype, hparams.n_layers, hparams.n_kv_heads, hparams.head_dim, layout.block_size};
+    // A tier's block is a pool block: one group's layers. The fingerprint names the group split,
+    // so a persistent tier never hands a block of one layout to a run of another.
+    const KvLayoutDesc kv_layout{kv_dtype, hparams.n_layers, hparams.n_kv_heads, hparams.head_dim, layout.block_size,
+                                 kv_groups_};
     model_fingerprint_ = model_fingerprint(model_file_hash(config.model.path), kv_layout);
     offload_args.model_fingerprint = model_fingerprint_.c_str();
     offload_args.kv_dtype = kv_dtype;
-    offload_args.n_layers = hparams.n_layers;
+    offload_args.n_layers = kv_groups_.slots;
     offload_args.n_kv_heads = hparams.n_kv_heads;
     offload_args.head_dim = hparams.head_dim;
     offload_args.block_size = layout.block_size;

@@ -41,7 +41,7 @@ typedef struct loom_cache_offload_create_args {
    * NUL-terminated, valid until destroy. */
   const char* model_fingerprint;
   loom_dtype kv_dtype;
-  int32_t n_layers;
+  int32_t n_layers;  /* layers one block holds: the model's, or one block-table group's (cache 1.5) */
   int32_t n_kv_heads;
   int32_t head_dim;
   int32_t block_size;  /* tokens per block */
