@@ -11,6 +11,7 @@
 
 #include "core/common/thread_pool.hpp"
 #include "loom/cache.h"
+#include "tests/conformance/cache_group_args.hpp"
 #include "tests/conformance/cache_request.hpp"
 #include "tests/conformance/conformance_support.hpp"
 
@@ -20,25 +21,14 @@ namespace {
 using Req = conformance::CacheRequest;
 
 // Group 0 full attention, groups 1 and 2 a window of 32 tokens; 40 blocks of 16 tokens.
-constexpr int32_t kWindows[] = {0, 32, 32};
-constexpr int32_t kGroups = 3;
+constexpr int32_t kGroups = conformance::kGroupCount;
 
 class CacheGroupHashesConformance : public ::testing::TestWithParam<std::string> {
  protected:
   // The plugin with the groups above, or nullptr and the reason to skip.
   std::unique_ptr<LoadedPlugin> make(std::string* skip) const {
-    loom_cache_create_args a{};
-    a.struct_size = sizeof(a);
-    a.n_layers = 6;
-    a.n_kv_heads = 1;
-    a.head_dim = 8;
-    a.kv_dtype = LOOM_DTYPE_F32;
-    a.bytes_per_token = 2 * 2 * 8 * 4;  // two layers per block
-    a.max_model_len = 4096;
-    a.n_groups = kGroups;
-    a.group_windows = kWindows;
-    auto p = conformance::create_or_skip(host_, LOOM_KIND_CACHE, GetParam(), &a, skip,
-                                         R"({"num_blocks": 40, "block_size": 16})");
+    const loom_cache_create_args a = conformance::group_create_args();
+    auto p = conformance::create_or_skip(host_, LOOM_KIND_CACHE, GetParam(), &a, skip, conformance::kGroupPool);
     if (p && !sdk::present(p->vtable<loom_cache_vtable>(), &loom_cache_vtable::group_block_hashes)) {
       *skip = "it takes groups but gives no group_block_hashes: the host spills its blocks and restores none";
       p.reset();

@@ -11,6 +11,7 @@
 
 #include "core/common/thread_pool.hpp"
 #include "loom/cache.h"
+#include "tests/conformance/cache_group_args.hpp"
 #include "tests/conformance/cache_request.hpp"
 #include "tests/conformance/conformance_support.hpp"
 
@@ -33,29 +34,14 @@ class CacheGroupsConformance : public ::testing::TestWithParam<std::string> {
 };
 
 // Group 0 full attention, groups 1 and 2 a window of 32 tokens; 16-token blocks, 40 of them.
-constexpr int32_t kWindows[] = {0, 32, 32};
-constexpr int32_t kBlock = 16;
-
-loom_cache_create_args group_args() {
-  loom_cache_create_args a{};
-  a.struct_size = sizeof(a);
-  a.n_layers = 6;
-  a.n_kv_heads = 1;
-  a.head_dim = 8;
-  a.kv_dtype = LOOM_DTYPE_F32;
-  a.bytes_per_token = 2 * 2 * 8 * 4;  // two layers per block
-  a.max_model_len = 4096;
-  a.n_groups = 3;
-  a.group_windows = kWindows;
-  return a;
-}
+constexpr const int32_t* kWindows = conformance::kGroupWindows;
+constexpr int32_t kBlock = conformance::kGroupBlock;
 
 using Req = conformance::CacheRequest;
 
 std::unique_ptr<LoadedPlugin> CacheGroupsConformance::make(std::string* skip) const {
-  const loom_cache_create_args a = group_args();
-  return conformance::create_or_skip(host_, LOOM_KIND_CACHE, GetParam(), &a, skip,
-                                     R"({"num_blocks": 40, "block_size": 16})");
+  const loom_cache_create_args a = conformance::group_create_args();
+  return conformance::create_or_skip(host_, LOOM_KIND_CACHE, GetParam(), &a, skip, conformance::kGroupPool);
 }
 
 TEST_P(CacheGroupsConformance, WindowedGroupsReleaseWhatLeavesTheWindow) {

@@ -3,11 +3,9 @@
 // on a pool so small that requests are preempted by swap and shared prefixes are evicted, spilled
 // and come back. Greedy on f32 KV, every request gives exactly the tokens it gives alone on a
 // roomy pool without a tier:
-//   * paged (group_block_hashes): swapped requests are restored group by group, and a prefix
-//     block comes back only with every group's block (restore decisions count pool blocks, three
-//     per position);
-//   * radix (groups, no group_block_hashes): it still swaps and spills, restores no prefix block,
-//     and says why once at start-up.
+// for paged and radix (both with group_block_hashes), swapped requests are restored group by
+// group, and a prefix block comes back only with every group's block (restore decisions count
+// pool blocks, three per position).
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 
@@ -103,26 +101,19 @@ EngineStats run_with_tier(const std::string& cache, std::string* log) {
   return s;
 }
 
-TEST(KvTiersGroups, PagedRestoresEveryGroupsBlocks) {
+class KvTiersGroups : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KvTiersGroups, RestoresEveryGroupsBlocks) {
   std::string log;
-  const EngineStats s = run_with_tier("paged", &log);
+  const EngineStats s = run_with_tier(GetParam(), &log);
   EXPECT_GT(s.kv_tier_decisions.restored, 0) << "no prefix block came back from the tier";
   EXPECT_EQ(s.kv_tier_decisions.restored % kGroups, 0) << "a position comes back with all its groups' blocks";
   EXPECT_EQ(s.prefix_cache_miss_lower_tier, s.kv_tier_decisions.restored / kGroups * kBlockSize);
   EXPECT_EQ(log.find("group_block_hashes"), std::string::npos) << log;
 }
 
-TEST(KvTiersGroups, RadixSpillsButRestoresNoPrefixAndSaysWhy) {
-  std::string log;
-  const EngineStats s = run_with_tier("radix", &log);
-  EXPECT_EQ(s.kv_tier_decisions.restored, 0);
-  EXPECT_EQ(s.prefix_cache_miss_lower_tier, 0);
-  EXPECT_NE(log.find("cache_offload: cache 'radix' has 3 block-table groups but no group_block_hashes (cache "
-                     "interface 1.6), so the tiers cannot find its other groups' blocks: evicted prefix blocks are "
-                     "spilled, never restored"),
-            std::string::npos)
-      << log;
-}
+INSTANTIATE_TEST_SUITE_P(Caches, KvTiersGroups, ::testing::Values("paged", "radix"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace loom

@@ -11,7 +11,7 @@
 //
 // SeqBlocks is a CRTP base. Seq must have `int32_t forked` (>= 0: made by fork, not yet
 // allocated; shares this many tokens). Cache must provide (the base is its friend): kLabel
-// ("cache paged"), block_size_, pool_ (refcount / take / release / counts), stats_
+// ("cache paged"), block_size_, prefix_caching_, pool_ (refcount / take / release / counts), stats_
 // (block_cache::PrefixStats), static tables(seq) (a span of the sequence's
 // std::vector<int32_t> tables, group 0 first, const and not), num_tables() (how many a sequence
 // holds), window_of(group) (0: none),
@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "block_copies.hpp"
+#include "block_hash.hpp"
 #include "kv_pool_config.hpp"
 #include "loom/cache.h"
 #include "loom/sdk_core.hpp"
@@ -70,6 +71,28 @@ class SeqBlocks {
   }
 
   loom_block_list block_table(uint64_t request_id) const { return table_of(request_id, 0); }
+
+  // Interface 1.4: the chained hashes of req's usable full blocks (at most those that leave its
+  // last token to compute), the keys group 0 registers them under; 1.6: the same for one group,
+  // under its salt (block_cache::group_salt), the keys take_evicted reports its blocks under.
+  int32_t block_hashes(const loom_request_view& req, uint64_t* out, int32_t capacity) const {
+    return group_block_hashes(req, 0, out, capacity);
+  }
+  int32_t group_block_hashes(const loom_request_view& req, int32_t group, uint64_t* out, int32_t capacity) const {
+    if (group < 0 || group >= self().num_tables())
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, label() + ": group " + std::to_string(group) + " is outside the " +
+                                                      std::to_string(self().num_tables()) + " block-table groups");
+    if (!self().prefix_caching_ || req.token_ids == nullptr) return 0;
+    const int32_t n = std::min(lookup_blocks(req, req.num_tokens), capacity);
+    const uint64_t salt = group_salt(req.cache_salt, static_cast<size_t>(group));
+    const size_t bs = static_cast<size_t>(self().block_size_);
+    uint64_t parent = kRootHash;
+    for (int32_t i = 0; i < n; ++i) {
+      parent = block_hash(parent, salt, std::span<const int32_t>(req.token_ids + static_cast<size_t>(i) * bs, bs));
+      out[i] = parent;
+    }
+    return std::max(n, 0);
+  }
 
   void append(const loom_request_view& req, int32_t num_new_tokens) {
     Seq& seq = find(req.request_id);

@@ -176,27 +176,6 @@ class PagedCache : public block_cache::SeqBlocks<PagedCache, Seq> {
 #endif
   int32_t evict_cached(int32_t max_blocks) { return pool_.evict_cached(std::max(max_blocks, 0)); }
 
-  // Interface 1.4: the chain hashes match() would look up, for every usable full block.
-  int32_t block_hashes(const loom_request_view& req, uint64_t* out, int32_t capacity) const {
-    return group_block_hashes(req, 0, out, capacity);
-  }
-  // Interface 1.6: the same for one group, under its salt: what commit() registers (and
-  // take_evicted reports) its blocks under.
-  int32_t group_block_hashes(const loom_request_view& req, int32_t group, uint64_t* out, int32_t capacity) const {
-    if (group < 0 || static_cast<size_t>(group) >= windows_.size())
-      throw Error(LOOM_ERR_INVALID_ARGUMENT, "cache paged: group " + std::to_string(group) + " is outside the " +
-                                                 std::to_string(windows_.size()) + " block-table groups");
-    if (!prefix_caching_ || req.token_ids == nullptr) return 0;
-    const int32_t n = std::min(lookup_blocks(req, req.num_tokens), capacity);
-    const uint64_t salt = block_cache::group_salt(req.cache_salt, static_cast<size_t>(group));
-    uint64_t parent = kRootHash;
-    for (int32_t i = 0; i < n; ++i) {
-      parent = block_hash(parent, salt, block_tokens(req, static_cast<size_t>(i)));
-      out[i] = parent;
-    }
-    return std::max(n, 0);
-  }
-
   void free(uint64_t request_id) {
     const auto it = seqs_.find(request_id);
     if (it == seqs_.end()) return;

@@ -28,7 +28,8 @@
 // tree position holds one block per group (radix_tree.hpp): a released block that is in the tree
 // stays cached there until eviction tombstones it. A prefix is matched only as far as every group
 // holds what it reads: a full-attention group the whole path, a windowed group the blocks its
-// window reaches from the hit on.
+// window reaches from the hit on. Each group's evicted blocks carry their group's chained hash,
+// which 1.6's group_block_hashes (seq_blocks.hpp) gives the host to spill and restore them by.
 //
 // Miss counters: allocate (the commit point; match_prefix stays side-effect free) gives a
 // lookup's missed tokens one reason, from its first missed full block: evicted when its chained
@@ -96,20 +97,6 @@ class RadixCache : public block_cache::SeqBlocks<RadixCache, Seq> {
 #endif
   int32_t evict_cached(int32_t max_blocks) {
     return max_blocks > 0 ? tree_.evict(max_blocks, pool_, &evicted_, &spilled_) : 0;
-  }
-
-  // Interface 1.4: the chain hashes of req's usable full blocks (those path_hashes gives).
-  int32_t block_hashes(const loom_request_view& req, uint64_t* out, int32_t capacity) const {
-    if (!prefix_caching_ || req.token_ids == nullptr) return 0;
-    const int32_t n = std::min(lookup_blocks(req, req.num_tokens), capacity);
-    const std::span<const int32_t> tokens = tokens_of(req);
-    const size_t bs = static_cast<size_t>(block_size_);
-    uint64_t hash = block_cache::kRootHash;
-    for (int32_t i = 0; i < n; ++i) {
-      hash = block_cache::block_hash(hash, req.cache_salt, tokens.subspan(static_cast<size_t>(i) * bs, bs));
-      out[i] = hash;
-    }
-    return std::max(n, 0);
   }
 
   int32_t match_prefix(const loom_request_view& req) const {
