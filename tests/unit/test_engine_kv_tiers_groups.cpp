@@ -41,12 +41,15 @@ const test::FamilyPrompts& workload() {
 }
 
 // 21 blocks: a third of them, 7 blocks or 112 tokens, per request and group at most.
-std::string config_text(const std::string& cache, bool tier, int32_t num_blocks = 21) {
+// cache_path: an explicit .so for the cache (an ABI fixture), else the in-tree plugin.
+std::string config_text(const std::string& cache, bool tier, int32_t num_blocks = 21,
+                        const std::string& cache_path = "") {
   std::string text = "[model]\npath = \"" + model_path() + "\"\nname = \"g\"\n" +
                      "[runtime]\nthreads = 2\nseed = 7\n[logging]\nlevel = \"error\"\n[attention]\nplugin = \"naive\"\n" +
                      "[scheduler]\nplugin = \"continuous\"\nmax_num_seqs = 64\nmax_num_batched_tokens = 96\n" +
                      "[cache]\nplugin = \"" + cache + "\"\nnum_blocks = " + std::to_string(num_blocks) +
                      "\nblock_size = " + std::to_string(kBlockSize) + "\ncheck_invariants = true\n";
+  if (!cache_path.empty()) text += "path = \"" + cache_path + "\"\n";
   if (tier) text += "[cache_offload]\nplugin = \"host\"\ncapacity = \"16MiB\"\n";
   return text;
 }
@@ -73,7 +76,7 @@ void expect_same_as_alone(const Outcome& got, bool storm, const std::string& wha
 
 // Warm-up, then the storm, on `cache` with a host tier; the engine's stats after both settled.
 // `log` gets what start-up and the runs log at warn and above.
-EngineStats run_with_tier(const std::string& cache, std::string* log) {
+EngineStats run_with_tier(const std::string& cache, std::string* log, const std::string& cache_path = "") {
   (void)reference(true);  // computed first, out of the captured log
   std::ostringstream out;
   auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
@@ -81,7 +84,7 @@ EngineStats run_with_tier(const std::string& cache, std::string* log) {
   add_log_sink(sink);
   EngineStats s;
   {
-    Engine engine(parse_config(config_text(cache, true), "tier.toml"));
+    Engine engine(parse_config(config_text(cache, true, 21, cache_path), "tier.toml"));
     expect_same_as_alone(test::run(engine, workload().warm, /*concurrent=*/false), false, cache + " warm");
     test::settled(engine);  // the warm-up's spills are in the tier before the storm looks for them
     expect_same_as_alone(test::run(engine, workload().storm, /*concurrent=*/true), true, cache + " storm");
@@ -114,6 +117,22 @@ TEST_P(KvTiersGroups, RestoresEveryGroupsBlocks) {
 
 INSTANTIATE_TEST_SUITE_P(Caches, KvTiersGroups, ::testing::Values("paged", "radix"),
                          [](const auto& info) { return info.param; });
+
+#ifdef LOOM_CACHE_1_5_PLUGIN
+// paged built against cache interface 1.5: groups, but no group_block_hashes. Swaps and spills go
+// on; no spilled prefix comes back, and start-up says why.
+TEST(KvTiersGroupsCache15, SpillsButRestoresNoPrefixAndSaysWhy) {
+  std::string log;
+  const EngineStats s = run_with_tier("paged", &log, LOOM_CACHE_1_5_PLUGIN);
+  EXPECT_EQ(s.kv_tier_decisions.restored, 0);
+  EXPECT_EQ(s.prefix_cache_miss_lower_tier, 0);
+  EXPECT_NE(log.find("cache_offload: cache 'paged' has 3 block-table groups but no group_block_hashes (cache "
+                     "interface 1.6), so the tiers cannot find its other groups' blocks: evicted prefix blocks are "
+                     "spilled, never restored"),
+            std::string::npos)
+      << log;
+}
+#endif
 
 }  // namespace
 }  // namespace loom

@@ -66,8 +66,10 @@ class RadixGroups : public CacheSteps {
   // The chained hash of tokens' first n blocks in group g's chain (salt 0).
   static uint64_t chain(const std::vector<int32_t>& tokens, int32_t n, size_t g) {
     uint64_t h = block_cache::kRootHash;
-    for (int32_t i = 0; i < n; ++i)
-      h = block_cache::block_hash(h, block_cache::group_salt(0, g), std::span<const int32_t>(tokens).subspan(4 * static_cast<size_t>(i), 4));
+    for (int32_t i = 0; i < n; ++i) {
+      const std::span<const int32_t> block = std::span<const int32_t>(tokens).subspan(4 * static_cast<size_t>(i), 4);
+      h = block_cache::block_hash(h, block_cache::group_salt(0, g), block);
+    }
     return h;
   }
 

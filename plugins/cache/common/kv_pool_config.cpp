@@ -73,13 +73,16 @@ std::vector<int32_t> group_windows([[maybe_unused]] const loom_cache_create_args
 #if LOOM_CACHE_IFACE_MINOR < 5  // built against an older cache.h: no groups in the create args
   return {0};
 #else
+  // A host older than 1.5 passes a shorter struct: no groups.
+  if (args.struct_size < offsetof(loom_cache_create_args, group_windows) + sizeof(args.group_windows)) return {0};
   if (args.n_groups <= 1) return {args.n_groups == 1 && args.group_windows != nullptr ? args.group_windows[0] : 0};
   if (args.group_windows == nullptr)
     throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT,
                      who + ": " + std::to_string(args.n_groups) + " block-table groups but no group_windows");
   std::vector<int32_t> w(args.group_windows, args.group_windows + args.n_groups);
   for (int32_t x : w)
-    if (x < 0) throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, who + ": a group's window " + std::to_string(x) + " is negative");
+    if (x < 0)
+      throw sdk::Error(LOOM_ERR_INVALID_ARGUMENT, who + ": a group's window " + std::to_string(x) + " is negative");
   return w;
 #endif
 }

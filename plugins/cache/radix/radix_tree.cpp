@@ -339,7 +339,8 @@ int32_t RadixTree::num_nodes() const { return static_cast<int32_t>(nodes().size(
 
 void RadixTree::check_node(const Node& n, const BlockPool& pool, std::vector<uint8_t>& seen, int32_t& count) const {
   const std::string name = "node " + std::to_string(n.id);
-  if (n.blocks.size() % groups_ != 0 || n.tokens.size() != static_cast<size_t>(positions(n)) * static_cast<size_t>(block_size_))
+  const size_t tokens = static_cast<size_t>(positions(n)) * static_cast<size_t>(block_size_);
+  if (n.blocks.size() % groups_ != 0 || n.tokens.size() != tokens)
     broken(name + " has " + std::to_string(n.tokens.size()) + " tokens for " + std::to_string(n.blocks.size()) +
            " blocks of " + std::to_string(groups_) + " groups");
   if (n.parent != nullptr && n.blocks.empty()) broken(name + " holds no block");
