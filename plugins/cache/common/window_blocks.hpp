@@ -20,21 +20,35 @@ inline int64_t first_block_in_window(int64_t pos, int32_t window, int32_t block_
 // The longest prefix hit of at most n leading blocks that every group can serve: a group without
 // a window needs blocks [0, hit), a windowed one only those the window of the token after the
 // hit (position hit * block_size) reaches. held(g, i) says whether group g holds block i < n.
-// Shrinking a hit slides the windows back, so each length is checked on its own (prefix counts
-// of the missing blocks make each check O(groups)).
+// Every prefix lookup asks, so a model without windows costs one scan and no allocation; with
+// windows, shrinking a hit slides them back, so each length is checked on its own (prefix counts
+// of the missing blocks make each check O(windowed groups)).
 template <class Held>
 int64_t longest_held_hit(int64_t n, std::span<const int32_t> windows, int32_t block_size, Held held) {
-  const size_t groups = windows.size();
-  // missing[g][i]: how many of group g's blocks [0, i) are not held.
-  std::vector<std::vector<int32_t>> missing(groups, std::vector<int32_t>(static_cast<size_t>(n) + 1, 0));
-  for (size_t g = 0; g < groups; ++g)
+  std::vector<size_t> windowed;
+  for (size_t g = 0; g < windows.size(); ++g) {
+    if (windows[g] > 0) {
+      windowed.push_back(g);
+      continue;
+    }
+    for (int64_t i = 0; i < n; ++i) {  // a full-attention group's first missing block ends the hit
+      if (!held(g, i)) {
+        n = i;
+        break;
+      }
+    }
+  }
+  if (windowed.empty() || n == 0) return n;
+  // missing[w][i]: how many of windowed group w's blocks [0, i) are not held.
+  std::vector<std::vector<int32_t>> missing(windowed.size(), std::vector<int32_t>(static_cast<size_t>(n) + 1, 0));
+  for (size_t w = 0; w < windowed.size(); ++w)
     for (int64_t i = 0; i < n; ++i)
-      missing[g][static_cast<size_t>(i) + 1] = missing[g][static_cast<size_t>(i)] + (held(g, i) ? 0 : 1);
+      missing[w][static_cast<size_t>(i) + 1] = missing[w][static_cast<size_t>(i)] + (held(windowed[w], i) ? 0 : 1);
   for (; n > 0; --n) {
     bool every = true;
-    for (size_t g = 0; g < groups && every; ++g) {
-      const int64_t first = first_block_in_window(n * block_size, windows[g], block_size);
-      every = missing[g][static_cast<size_t>(n)] == missing[g][static_cast<size_t>(first)];
+    for (size_t w = 0; w < windowed.size() && every; ++w) {
+      const int64_t first = first_block_in_window(n * block_size, windows[windowed[w]], block_size);
+      every = missing[w][static_cast<size_t>(n)] == missing[w][static_cast<size_t>(first)];
     }
     if (every) break;
   }
