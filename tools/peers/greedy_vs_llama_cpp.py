@@ -12,7 +12,9 @@ whose piece Loom's detokenizer skips, by --eos-id/--eos-piece).
 
 --self-flash-attn off|on compares llama.cpp with itself instead (its default attention path against
 the other one, under the same rule): how far the rule's figures move from numerics alone. The server
-is still used for the template and the tokenizer.
+is still used for the template and the tokenizer. --other-oracle PATH does the same with a second
+build of the oracle (for example against llama.cpp built with LLAMA_CPP_ISA=avx2): the same
+engine, the same file, another instruction set.
 
 --long-text FILE --long-tokens N adds one raw prompt of FILE's first N tokens (a sliding-window
 model's long context), and reads the server's /metrics while a streamed request on it decodes:
@@ -43,6 +45,7 @@ def main():
     ap.add_argument("--eos-id", type=int, default=2)
     ap.add_argument("--eos-piece", default="<|im_end|>")
     ap.add_argument("--self-flash-attn", choices=["on", "off"])
+    ap.add_argument("--other-oracle", help="a second llama.cpp oracle build to compare the first with")
     ap.add_argument("--long-text")
     ap.add_argument("--long-tokens", type=int, default=2000)
     args = ap.parse_args()
@@ -55,8 +58,8 @@ def main():
     def piece(i):
         return args.eos_piece if i == args.eos_id else post("/detokenize", {"tokens": [i]})["prompt"]
 
-    def oracle(ids, flash_attn=None):
-        cmd = [args.oracle, args.model, ",".join(map(str, ids)), str(args.tokens)]
+    def oracle(ids, flash_attn=None, binary=None):
+        cmd = [binary or args.oracle, args.model, ",".join(map(str, ids)), str(args.tokens)]
         out = subprocess.run(cmd + ([flash_attn] if flash_attn else []), capture_output=True, text=True,
                              check=True).stdout
         return [list(map(int, line.split())) for line in out.splitlines() if line.strip()]
@@ -75,8 +78,8 @@ def main():
     for kind, text in prompts:
         ids = text if isinstance(text, list) else post("/tokenize", {"prompt": text})["tokens"]
         ref = oracle(ids)
-        if args.self_flash_attn:
-            other = oracle(ids, args.self_flash_attn)
+        if args.self_flash_attn or args.other_oracle:
+            other = oracle(ids, args.self_flash_attn, args.other_oracle)
             toks = [piece(r[0]) for r in other]
             tops = [{piece(x): 0.0 for x in r[1:6]} for r in other]
         else:
