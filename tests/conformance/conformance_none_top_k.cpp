@@ -7,8 +7,9 @@
 //   - the scans: threshold and candidates exactly those of screen_interval applied one by one,
 //     NaN for a non-finite screen, -1 past the candidate limit;
 //   - the bound's helpers: bf16 pairs, refusals, norms rounded up by at most 2^-19;
-//   - HeadTopK::screened: select_top_k over the exact kernel's rows, bit for bit, with random rows
-//     settled by the screen alone and all-equal or NaN rows sent to linear.
+//   - HeadTopK::screened, with the bf16 screen and with the int8 one (none_head_int8.hpp; its
+//     kernels in conformance_none_int8_screen.cpp): select_top_k over the exact kernel's rows, bit
+//     for bit, with random rows settled by the screen alone and all-equal or NaN rows sent to linear.
 // "Native" runs where the CPU has AVX512-BF16 (skipped, saying so, elsewhere); "Emulated" runs the
 // kernel and scans compiled against SIMDe on any AVX2 CPU.
 #include <gtest/gtest.h>
@@ -24,54 +25,23 @@
 #include "loom/sdk_half.hpp"
 #include "loom/sdk_top_k.hpp"
 #include "none_bf16.hpp"
+#include "none_head_int8.hpp"
 #include "none_head_screen.hpp"
 #include "none_head_top_k.hpp"
+#include "none_screen_test_support.hpp"
 
 namespace {
+
+using loom_none_test::exact_dot;
+using loom_none_test::Head;
+using loom_none_test::make_head;
+using loom_none_test::name_of;
 
 using loom_none::kPanel;
 using loom_none::PanelView;
 using loom_none::RowBound;
 
 using Screen = void (*)(const PanelView&, int64_t, int64_t, const uint32_t*, int64_t, float*, int64_t);
-using Threshold = float (*)(const float*, const float*, int64_t, const RowBound&, int32_t, float*);
-using Candidates = int64_t (*)(const float*, const float*, int64_t, const RowBound&, float, int32_t*, int64_t);
-
-const char* name_of(loom_dtype t) { return t == LOOM_DTYPE_F32 ? "f32" : t == LOOM_DTYPE_F16 ? "f16" : "bf16"; }
-
-// W [out, in] stored as `dtype` (its values as floats in `w`) and packed in exact-path panels.
-struct Head {
-  std::vector<float> w;
-  std::vector<char> panels;
-  PanelView view;
-};
-
-Head make_head(const std::vector<float>& src, loom_dtype dtype, int64_t out, int64_t in) {
-  Head h;
-  h.w.resize(src.size());
-  std::vector<uint16_t> bits(src.size());
-  for (size_t i = 0; i < src.size(); ++i) {
-    if (dtype == LOOM_DTYPE_F32) {
-      h.w[i] = src[i];
-    } else {
-      bits[i] = dtype == LOOM_DTYPE_F16 ? loom::sdk::f32_to_f16(src[i]) : loom::sdk::f32_to_bf16(src[i]);
-      h.w[i] = dtype == LOOM_DTYPE_F16 ? loom::sdk::f16_to_f32(bits[i]) : loom::sdk::bf16_to_f32(bits[i]);
-    }
-  }
-  h.view = PanelView{dtype, out, in, (out + kPanel - 1) / kPanel, nullptr};
-  h.panels.assign(static_cast<size_t>(loom_none::panel_bytes(h.view) * h.view.n_panels), 0x5a);
-  const void* data = dtype == LOOM_DTYPE_F32 ? static_cast<const void*>(src.data()) : bits.data();
-  loom_none::pack_panels(data, in, h.view, h.panels.data(), 0, h.view.n_panels);
-  h.view.data = h.panels.data();
-  return h;
-}
-
-// linear's value: one fused multiply-add chain in increasing k from 0.
-float exact_dot(const float* x, const float* w, int64_t in) {
-  float acc = 0.0F;
-  for (int64_t k = 0; k < in; ++k) acc = std::fma(x[k], w[k], acc);
-  return acc;
-}
 
 float rounded(float v) { return loom::sdk::bf16_to_f32(loom::sdk::f32_to_bf16(v)); }
 
@@ -137,58 +107,19 @@ void check_screen(Screen screen) {
   }
 }
 
-// Threshold and candidates against screen_interval applied to each output in turn.
-void check_scans(Threshold threshold, Candidates candidates) {
-  std::mt19937_64 rng(23);
-  std::uniform_real_distribution<float> u(-10.0F, 10.0F);
-  for (const int64_t out : {int64_t{37}, int64_t{1000}, int64_t{16}}) {
-    const int64_t padded = (out + 15) / 16 * 16;
-    std::vector<float> s(static_cast<size_t>(padded), 0.0F), norms(static_cast<size_t>(padded), 0.0F);
-    for (int64_t o = 0; o < out; ++o) {
-      s[o] = o % 7 == 3 ? s[o - 1] : u(rng);  // some exact ties
-      norms[o] = std::fabs(u(rng)) / 5;
-    }
-    const RowBound b{0.02F, 1e-30F};
-    std::vector<float> lo(static_cast<size_t>(out)), up(static_cast<size_t>(out));
-    for (int64_t o = 0; o < out; ++o) loom_none::screen_interval(s[o], norms[o], b, &lo[o], &up[o]);
-    std::vector<float> sorted = lo;
-    std::sort(sorted.begin(), sorted.end(), std::greater<>());
-    for (const int32_t k : {1, 3, 7, 16}) {
-      if (k > out) continue;
-      std::vector<float> run(static_cast<size_t>(k));
-      const float t = threshold(s.data(), norms.data(), out, b, k, run.data());
-      EXPECT_EQ(t, sorted[k - 1]) << "out " << out << ", k " << k;
-      std::vector<int32_t> want;
-      for (int64_t o = 0; o < out; ++o)
-        if (up[o] >= t) want.push_back(static_cast<int32_t>(o));
-      std::vector<int32_t> got(want.size() + 1, -7);
-      ASSERT_EQ(candidates(s.data(), norms.data(), out, b, t, got.data(), static_cast<int64_t>(want.size())),
-                static_cast<int64_t>(want.size()));
-      got.pop_back();
-      EXPECT_EQ(got, want) << "out " << out << ", k " << k;
-      EXPECT_EQ(candidates(s.data(), norms.data(), out, b, t, got.data(), static_cast<int64_t>(want.size()) - 1), -1);
-    }
-    for (const float bad : {INFINITY, -INFINITY, NAN}) {
-      std::vector<float> sb = s, run(1);
-      sb[static_cast<size_t>(out - 1)] = bad;
-      EXPECT_TRUE(std::isnan(threshold(sb.data(), norms.data(), out, b, 1, run.data()))) << bad;
-    }
-  }
-}
-
 #if defined(__x86_64__) && defined(__GNUC__)
 TEST(NoneHeadScreen, Native) {
   if (!loom_none::cpu_has_avx512_bf16())
     GTEST_SKIP() << "this CPU has no AVX512-BF16; the Emulated test covers the kernels";
   check_screen(loom_none::head_screen_avx512bf16);
-  check_scans(loom_none::screen_threshold_avx512, loom_none::screen_candidates_avx512);
+  loom_none_test::check_scans(loom_none::screen_threshold_avx512, loom_none::screen_candidates_avx512);
 }
 
 TEST(NoneHeadScreen, Emulated) {
   if (!(__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c")))
     GTEST_SKIP() << "the emulation is built for AVX2+FMA+F16C";
   check_screen(loom_none::emulated::head_screen_avx512bf16);
-  check_scans(loom_none::emulated::screen_threshold_avx512, loom_none::emulated::screen_candidates_avx512);
+  loom_none_test::check_scans(loom_none::emulated::screen_threshold_avx512, loom_none::emulated::screen_candidates_avx512);
 }
 #endif
 
@@ -237,9 +168,9 @@ TEST(NoneHeadBound, NormsAreRoundedUpByLittle) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 // The screened path on its own: select_top_k over the exact kernel's rows, and which rows it had to
-// hand to linear (counted through the LinearRows it is given).
-TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
-  if (!loom_none::cpu_has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the screen does not run";
+// hand to linear (counted through the LinearRows it is given). `how` without int8 gets the head's
+// int8 copy filled in when `int8` is set.
+void check_screened(loom_none::Screening how, bool int8, loom_none::PanelGemm exact) {
   std::mt19937_64 rng(31);
   std::uniform_real_distribution<float> u(-1.0F, 1.0F);
   const int64_t out = 3001, in = 130, n = 70;  // two chunks of rows
@@ -254,11 +185,17 @@ TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
     for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
       const Head h = make_head(src, dtype, out, in);
       const loom_none::HeadNorms norms = loom_none::HeadTopK::norms_of(host, h.view);
+      loom_none::Int8Head copy;
+      if (int8) {
+        loom_none::int8_head_shape(h.view, &copy);
+        copy.rho = static_cast<float>(loom_none::int8_head_panels(h.view, 0, h.view.n_panels, &copy));
+        how.int8 = &copy;
+      }
       int64_t by_linear = 0;
       const loom_none::LinearRows linear = [&](const float* xr, int64_t xs, int64_t m, float* y) {
         by_linear += m;
         std::vector<float> scratch(static_cast<size_t>(loom_none::scratch_floats(m, in)));
-        loom_none::panel_gemm_avx512(h.view, 0, h.view.n_panels, xr, xs, m, y, out, scratch.data());
+        exact(h.view, 0, h.view.n_panels, xr, xs, m, y, out, scratch.data());
       };
       std::vector<float> y(static_cast<size_t>(n * out));
       linear(x.data(), in, n, y.data());
@@ -267,18 +204,34 @@ TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
         loom_none::HeadTopK top(1);
         std::vector<int32_t> ids(static_cast<size_t>(n * k), -1), want_ids(ids.size());
         std::vector<float> values(ids.size(), -1.0F), want_values(ids.size());
-        top.screened(host, loom_none::panel_gemm_avx512, h.view, norms, x.data(), in, n, k, ids.data(), values.data(),
-                     linear);
+        top.screened(host, exact, h.view, norms, how, x.data(), in, n, k, ids.data(), values.data(), linear);
         for (int64_t t = 0; t < n; ++t)
           loom::sdk::select_top_k(y.data() + t * out, out, k, want_ids.data() + t * k, want_values.data() + t * k);
-        EXPECT_EQ(ids, want_ids) << name_of(dtype) << " k " << k << (all_equal ? ", all rows equal" : "");
-        EXPECT_EQ(std::memcmp(values.data(), want_values.data(), values.size() * sizeof(float)), 0)
-            << name_of(dtype) << " k " << k;
-        EXPECT_EQ(by_linear, all_equal ? n : 1) << name_of(dtype) << " k " << k << ": rows computed by linear";
+        const std::string at = std::string(name_of(dtype)) + " k " + std::to_string(k) +
+                               (all_equal ? ", all rows equal" : "") + (int8 ? ", int8" : ", bf16");
+        EXPECT_EQ(ids, want_ids) << at;
+        EXPECT_EQ(std::memcmp(values.data(), want_values.data(), values.size() * sizeof(float)), 0) << at;
+        EXPECT_EQ(by_linear, all_equal ? n : 1) << at << ": rows computed by linear";
         by_linear = 0;
       }
     }
   }
+}
+
+TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
+  if (!loom_none::cpu_has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the bf16 screen does not run";
+  check_screened(loom_none::Screening{nullptr, nullptr, true}, false, loom_none::panel_gemm_avx512);
+}
+
+// The int8 screen as an AVX2-only CPU runs it (AVX2 kernel, portable scans), and with the VNNI
+// kernel and AVX-512 scans where the CPU has them.
+TEST(NoneHeadTopK, Int8ScreenedSettlesRowsAndHandsTheRestToLinear) {
+  if (!loom_none::cpu_has_avx2_fma_f16c()) GTEST_SKIP() << "the int8 screen needs AVX2+FMA+F16C";
+  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_avx2, false}, true,
+                 loom_none::panel_gemm_avx2);
+  if (!loom_none::cpu_has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX512-VNNI: its kernel was not run";
+  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_vnni, true}, true,
+                 loom_none::panel_gemm_avx512);
 }
 #endif
 

@@ -1,6 +1,7 @@
 // quantization/none's linear_top_k (interface 1.5) through the plugin's vtable: for every
-// configuration (simd "auto", which screens on an AVX512-BF16 CPU; "avx2"; "portable"; compute
-// "bf16"), f32/f16/bf16 heads of vocabulary-like odd shapes, n = 1, 3, 17, 40, 70 rows, k = 1, 2, 5, 40,
+// configuration (simd "auto", which screens with the int8 copy, by AVX512-VNNI where the CPU has
+// it; "avx2", the int8 screen's AVX2 kernel and portable scans; "portable", no screen; compute
+// "bf16"; head_screen "bf16" (AVX512-BF16 CPUs), and "off"), f32/f16/bf16 heads of vocabulary-like odd shapes, n = 1, 3, 17, 40, 70 rows, k = 1, 2, 5, 40,
 // on 1 and 2 host threads, ids and values equal select_top_k over that configuration's own linear
 // output, bit for bit. The heads hold crafted near-ties among their largest outputs: exact
 // duplicates of one row (the lower id must win), rows one ulp of one element away from it, a row
@@ -163,7 +164,8 @@ TEST(QuantizationNoneTopK, SelectsFromLinearBitForBit) {
   std::mt19937_64 rng(101);
   std::uniform_real_distribution<float> u(-1.0F, 1.0F);
   for (const char* config :
-       {R"({"simd": "auto"})", R"({"simd": "avx2"})", R"({"simd": "portable"})", R"({"compute": "bf16"})"})
+       {R"({"simd": "auto"})", R"({"simd": "avx2"})", R"({"simd": "portable"})", R"({"compute": "bf16"})",
+        R"({"head_screen": "bf16"})", R"({"head_screen": "off"})", R"({"simd": "avx2", "head_screen": "bf16"})"})
     for (const int32_t threads : {1, 2}) {
       Instance q(threads, config);
       ASSERT_TRUE(q.plugin().has(&loom_quantization_vtable::linear_top_k));
@@ -188,7 +190,8 @@ TEST(QuantizationNoneTopK, AllEqualRowsGiveTheLowestIds) {
   std::vector<float> base(static_cast<size_t>(in)), w(static_cast<size_t>(out * in));
   for (auto& e : base) e = u(rng);
   for (int64_t o = 0; o < out; ++o) std::copy(base.begin(), base.end(), w.begin() + o * in);
-  for (const char* config : {R"({"simd": "auto"})", R"({"compute": "bf16"})"})
+  for (const char* config : {R"({"simd": "auto"})", R"({"compute": "bf16"})", R"({"head_screen": "bf16"})",
+                             R"({"simd": "avx2"})"})
     for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
       Instance q(2, config);
       void* h = q.prepare(store(w, dtype, out, in), true);

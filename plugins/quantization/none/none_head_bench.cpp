@@ -1,9 +1,10 @@
 // Micro-benchmark of linear_top_k (none_head_top_k.hpp) on a classifier head, built only on request
 // (`cmake --build B --target loom-none-head-bench`): the plugin's exact linear against its
 // linear_top_k(k = 1), both through its C ABI (the .so beside this binary, a host API of plain
-// threads), bf16 weights [out, in], random x, n = 1, 8 and 32 rows. It also checks the selection
-// against linear's row and counts the screen's candidates per row with the plugin's own helpers.
-//   loom-none-head-bench [threads=2] [reps=5] [out=128256] [in=768]
+// threads), bf16 weights [out, in], random x, n = 1, 8 and 32 rows, with the plugin's int8 screen
+// (its default) or its bf16 one. It also checks the selection against linear's row and counts the
+// screen's candidates per row with the plugin's own helpers.
+//   loom-none-head-bench [threads=2] [reps=5] [out=128256] [in=768] [screen=int8|bf16]
 // Prints ms per call, best of reps after one warm-up call.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -25,6 +26,7 @@
 #include "loom/sdk_top_k.hpp"
 #include "common/quant_plugin.hpp"
 #include "none_bf16.hpp"
+#include "none_head_int8.hpp"
 #include "none_head_screen.hpp"
 
 #ifdef LOOM_NONE_HAVE_AVX2
@@ -60,7 +62,7 @@ double best_ms(const std::function<void()>& f, int reps) {
 // Candidates per row of the screen (the plugin's steps, one thread), and the rows it would hand to
 // linear.
 void count_candidates(const std::vector<uint16_t>& w, int64_t out, int64_t in, const std::vector<float>& x, int64_t n,
-                      double* per_row, int64_t* full) {
+                      bool int8, double* per_row, int64_t* full) {
   loom_none::PanelView v{LOOM_DTYPE_BF16, out, in, (out + loom_none::kPanel - 1) / loom_none::kPanel, nullptr};
   std::vector<char> panels(static_cast<size_t>(loom_none::panel_bytes(v) * v.n_panels));
   loom_none::pack_panels(w.data(), in, v, panels.data(), 0, v.n_panels);
@@ -69,11 +71,25 @@ void count_candidates(const std::vector<uint16_t>& w, int64_t out, int64_t in, c
   std::vector<float> norms(static_cast<size_t>(ss)), s(static_cast<size_t>(n * ss)), run(1);
   loom_none::head_norms(v, 0, v.n_panels, norms.data());
   const float max_norm = *std::max_element(norms.begin(), norms.end());
-  std::vector<uint32_t> xp(static_cast<size_t>(n * kpn));
   std::vector<loom_none::RowBound> b(static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t)
-    loom_none::pack_screen_row(x.data() + t * in, in, v.dtype, max_norm, &xp[t * kpn], &b[t]);
-  loom_none::head_screen_avx512bf16(v, 0, v.n_panels, xp.data(), n, s.data(), ss);
+  if (int8) {
+    loom_none::Int8Head h;
+    loom_none::int8_head_shape(v, &h);
+    h.rho = static_cast<float>(loom_none::int8_head_panels(v, 0, v.n_panels, &h));
+    const int64_t nb = h.in_pad / loom_none::kInt8Block;
+    std::vector<int8_t> q(static_cast<size_t>(n * h.in_pad));
+    std::vector<float> e(static_cast<size_t>(n * nb));
+    std::vector<int32_t> sums(static_cast<size_t>(n * nb));
+    for (int64_t t = 0; t < n; ++t)
+      loom_none::pack_int8_row(x.data() + t * in, in, h.in_pad, h.rho, max_norm, &q[t * h.in_pad], &e[t * nb],
+                               &sums[t * nb], &b[t]);
+    loom_none::head_screen_int8_avx2(h, 0, v.n_panels, q.data(), e.data(), sums.data(), n, s.data(), ss);
+  } else {
+    std::vector<uint32_t> xp(static_cast<size_t>(n * kpn));
+    for (int64_t t = 0; t < n; ++t)
+      loom_none::pack_screen_row(x.data() + t * in, in, v.dtype, max_norm, &xp[t * kpn], &b[t]);
+    loom_none::head_screen_avx512bf16(v, 0, v.n_panels, xp.data(), n, s.data(), ss);
+  }
   std::vector<int32_t> cand(static_cast<size_t>(out));
   int64_t total = 0;
   *full = 0;
@@ -93,10 +109,13 @@ int main(int argc, char** argv) {
   g_threads = argc > 1 ? std::atoi(argv[1]) : 2;
   const int reps = argc > 2 ? std::atoi(argv[2]) : 5;
   const int64_t out = argc > 3 ? std::atoll(argv[3]) : 128256, in = argc > 4 ? std::atoll(argv[4]) : 768;
-  if (!loom_none::cpu_has_avx512_bf16()) {
-    std::printf("this CPU has no AVX512-BF16: linear_top_k does not screen here\n");
+  const std::string screen = argc > 5 ? argv[5] : "int8";
+  const bool int8 = screen == "int8";
+  if (int8 ? !loom_none::cpu_has_avx2_fma_f16c() : !loom_none::cpu_has_avx512_bf16()) {
+    std::printf("this CPU lacks %s: linear_top_k does not screen here\n", int8 ? "AVX2" : "AVX512-BF16");
     return 1;
   }
+  const std::string config = "{\"head_screen\": \"" + screen + "\"}";
   // The plugin beside this binary.
   std::string dir(4096, '\0');
   dir.resize(static_cast<size_t>(std::max<ssize_t>(0, readlink("/proc/self/exe", dir.data(), dir.size()))));
@@ -114,7 +133,7 @@ int main(int argc, char** argv) {
   loom_error_buf err{text, sizeof text};
   void* self = nullptr;
   const void* table = nullptr;
-  if (desc->create(&api, &args, "{}", &self, &table, &err) != LOOM_OK) {
+  if (desc->create(&api, &args, config.c_str(), &self, &table, &err) != LOOM_OK) {
     std::printf("create: %s\n", text);
     return 1;
   }
@@ -137,8 +156,9 @@ int main(int argc, char** argv) {
     std::printf("prepare: %s\n", text);
     return 1;
   }
-  std::printf("head [%lld, %lld] bf16, %d threads, AVX-512 F/BW/BF16 screen, k = 1\n", static_cast<long long>(out),
-              static_cast<long long>(in), g_threads);
+  std::printf("head [%lld, %lld] bf16, %d threads, %s screen, k = 1\n", static_cast<long long>(out),
+              static_cast<long long>(in), g_threads,
+              int8 ? (loom_none::cpu_has_avx512_vnni() ? "int8 (AVX512-VNNI)" : "int8 (AVX2)") : "bf16 (AVX512-BF16)");
   for (const int64_t n : {int64_t{1}, int64_t{8}, int64_t{32}}) {
     std::vector<float> x(static_cast<size_t>(n * in)), y(static_cast<size_t>(n * out)), v(static_cast<size_t>(n));
     for (auto& e : x) e = u(rng);
@@ -156,7 +176,7 @@ int main(int argc, char** argv) {
     }
     double per_row = 0;
     int64_t full = 0;
-    count_candidates(w, out, in, x, n, &per_row, &full);
+    count_candidates(w, out, in, x, n, int8, &per_row, &full);
     std::printf("n %2lld: linear %7.2f ms, linear_top_k %7.2f ms (%.2fx) | candidates per row %.2f, rows in full %lld "
                 "| selection %s\n",
                 static_cast<long long>(n), t_linear, t_top, t_linear / t_top, per_row, static_cast<long long>(full),

@@ -32,18 +32,21 @@ HeadTopK::PerThread& HeadTopK::thread_scratch(int32_t thread) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, const float* x,
-                      int64_t t, int32_t k, int32_t* ids, float* values) {
+bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, bool avx512_scans,
+                      const float* x, int64_t t, int32_t k, int32_t* ids, float* values) {
   const int64_t ss = w.n_panels * kPanel;
   const float* s = s_.data() + t * ss;
   const RowBound& b = bounds_[static_cast<size_t>(t)];
   pt.run.resize(static_cast<size_t>(k));
-  const float bar = screen_threshold_avx512(s, norms.n.data(), w.out, b, k, pt.run.data());
+  const float bar = avx512_scans ? screen_threshold_avx512(s, norms.n.data(), w.out, b, k, pt.run.data())
+                                 : screen_threshold_portable(s, norms.n.data(), w.out, b, k, pt.run.data());
   if (std::isnan(bar)) return false;
   const int64_t most = w.out / 8;
   pt.ids.resize(static_cast<size_t>(most));
   pt.values.resize(static_cast<size_t>(most));
-  const int64_t count = screen_candidates_avx512(s, norms.n.data(), w.out, b, bar, pt.ids.data(), most);
+  const int64_t count = avx512_scans
+                            ? screen_candidates_avx512(s, norms.n.data(), w.out, b, bar, pt.ids.data(), most)
+                            : screen_candidates_portable(s, norms.n.data(), w.out, b, bar, pt.ids.data(), most);
   if (count < k) return false;  // -1: too many; fewer than k cannot happen, but then no answer
   // Each candidate's panel for this row alone, by linear's kernel on a one-panel view: an output's
   // chain does not depend on the rows or panels computed with it (none_panel.hpp), so these are
@@ -66,26 +69,43 @@ bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const 
   return true;
 }
 
+bool HeadTopK::pack_rows(const PanelView& w, const HeadNorms& norms, const Screening& how, const float* x,
+                         int64_t xs, int64_t m) {
+  bounds_.resize(static_cast<size_t>(m));
+  full_.assign(static_cast<size_t>(m), 1);
+  const Int8Head* h = how.int8;
+  if (h != nullptr) {
+    const int64_t nb = h->in_pad / kInt8Block;
+    xq_.resize(static_cast<size_t>(m * h->in_pad));
+    xe_.resize(static_cast<size_t>(m * nb));
+    xsum_.resize(static_cast<size_t>(m * nb));
+  } else {
+    xp_.resize(static_cast<size_t>(m * pairs_of(w.in)));
+  }
+  bool any = false;
+  for (int64_t t = 0; t < m; ++t) {
+    RowBound* b = &bounds_[static_cast<size_t>(t)];
+    const bool ok = h != nullptr
+                        ? pack_int8_row(x + t * xs, w.in, h->in_pad, h->rho, norms.max, xq_.data() + t * h->in_pad,
+                                        xe_.data() + t * (h->in_pad / kInt8Block),
+                                        xsum_.data() + t * (h->in_pad / kInt8Block), b)
+                        : pack_screen_row(x + t * xs, w.in, w.dtype, norms.max, xp_.data() + t * pairs_of(w.in), b);
+    full_[static_cast<size_t>(t)] = ok ? 0 : 1;
+    any = any || ok;
+  }
+  return any;
+}
+
 void HeadTopK::screened(const loom::sdk::Host& host, PanelGemm exact, const PanelView& w, const HeadNorms& norms,
-                        const float* x, int64_t xs, int64_t n, int32_t k, int32_t* ids, float* values,
-                        const LinearRows& linear) {
-  const int64_t kpn = pairs_of(w.in), ss = w.n_panels * kPanel;
+                        const Screening& how, const float* x, int64_t xs, int64_t n, int32_t k, int32_t* ids,
+                        float* values, const LinearRows& linear) {
+  const int64_t ss = w.n_panels * kPanel;
   for (int64_t t0 = 0; t0 < n; t0 += kChunkRows) {
     const int64_t m = std::min(kChunkRows, n - t0);
     const float* xc = x + t0 * xs;
     int32_t* ic = ids + t0 * k;
     float* vc = values + t0 * k;
-    xp_.resize(static_cast<size_t>(m * kpn));
-    bounds_.resize(static_cast<size_t>(m));
-    full_.assign(static_cast<size_t>(m), 1);
-    bool any = false;
-    for (int64_t t = 0; t < m; ++t) {
-      const bool ok = pack_screen_row(xc + t * xs, w.in, w.dtype, norms.max, xp_.data() + t * kpn,
-                                      &bounds_[static_cast<size_t>(t)]);
-      full_[static_cast<size_t>(t)] = ok ? 0 : 1;
-      any = any || ok;
-    }
-    if (any) {
+    if (pack_rows(w, norms, how, xc, xs, m)) {
       s_.resize(static_cast<size_t>(m * ss));
       const int64_t shares = std::max<int64_t>(1, std::min<int64_t>(host.num_threads(), w.n_panels));
       const auto share_begin = [&](int64_t i) {
@@ -93,13 +113,18 @@ void HeadTopK::screened(const loom::sdk::Host& host, PanelGemm exact, const Pane
         return std::min(w.n_panels, (w.n_panels * i / shares + kShareAlign / 2) / kShareAlign * kShareAlign);
       };
       host.parallel_for(shares, [&](int64_t begin, int64_t end) {
-        head_screen_avx512bf16(w, share_begin(begin), share_begin(end), xp_.data(), m, s_.data(), ss);
+        if (how.int8 != nullptr)
+          how.int8_kernel(*how.int8, share_begin(begin), share_begin(end), xq_.data(), xe_.data(), xsum_.data(), m,
+                          s_.data(), ss);
+        else
+          head_screen_avx512bf16(w, share_begin(begin), share_begin(end), xp_.data(), m, s_.data(), ss);
       });
       host.parallel_for(m, [&](int64_t begin, int64_t end, int32_t thread) {
         PerThread& pt = thread_scratch(thread);
         for (int64_t t = begin; t < end; ++t) {
           uint8_t& full = full_[static_cast<size_t>(t)];
-          if (full == 0) full = refine(pt, exact, w, norms, xc + t * xs, t, k, ic + t * k, vc + t * k) ? 0 : 1;
+          if (full == 0)
+            full = refine(pt, exact, w, norms, how.avx512_scans, xc + t * xs, t, k, ic + t * k, vc + t * k) ? 0 : 1;
         }
       });
     }

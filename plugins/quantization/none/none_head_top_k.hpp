@@ -1,8 +1,9 @@
 // linear_top_k of quantization/none (quantization interface 1.5): each row's k largest outputs of
 // a weight, in loom::sdk::select_top_k's order, with exactly linear's bits.
 //
-// Screened (exact compute, AVX512-BF16 CPU): every output is estimated by the screen
-// (none_head_screen.hpp) under a rigorous bound, lo_o <= y_o <= up_o. With T the k-th largest lower
+// Screened (exact compute): every output is estimated by a screen under a rigorous bound: the
+// int8 copy's (none_head_int8.hpp; AVX2, or AVX512-VNNI) or the bf16 one's (none_head_screen.hpp;
+// AVX512-BF16), lo_o <= y_o <= up_o. With T the k-th largest lower
 // end, an output whose upper end is below T has k outputs strictly above it, so the exact top k
 // lies among the candidates {o : up_o >= T}; each candidate's panel is computed for that row by
 // linear's own kernel (same chains, same bits), and select_top_k_of picks from them. A row whose
@@ -20,12 +21,21 @@
 #include <vector>
 
 #include "loom/sdk_core.hpp"
+#include "none_head_int8.hpp"
 #include "none_head_screen.hpp"
 
 namespace loom_none {
 
 // linear on n rows of x (row stride xs) into y [n][out], exactly linear's bits.
 using LinearRows = std::function<void(const float* x, int64_t xs, int64_t n, float* y)>;
+
+// Which screen runs: the int8 copy and its kernel, or (int8 == nullptr) the bf16 screen on the
+// exact panels (AVX512-BF16 only); the scans on AVX-512F or portable.
+struct Screening {
+  const Int8Head* int8 = nullptr;
+  Int8Screen int8_kernel = nullptr;
+  bool avx512_scans = false;
+};
 
 class HeadTopK {
  public:
@@ -42,9 +52,10 @@ class HeadTopK {
   static HeadNorms norms_of(const loom::sdk::Host& host, const PanelView& w);
 
   // Screened selection for rows [0, n) of x into ids/values [n][k]; `exact` is the kernel linear
-  // computes with. Only after cpu_has_avx512_bf16().
+  // computes with. The bf16 screen and AVX-512 scans only after cpu_has_avx512_bf16() and
+  // cpu_has_avx512f(); the int8 kernels after their own checks.
   void screened(const loom::sdk::Host& host, PanelGemm exact, const PanelView& w, const HeadNorms& norms,
-                const float* x, int64_t xs, int64_t n, int32_t k, int32_t* ids, float* values,
+                const Screening& how, const float* x, int64_t xs, int64_t n, int32_t k, int32_t* ids, float* values,
                 const LinearRows& linear);
 
   // linear's rows, then select_top_k on each.
@@ -63,14 +74,21 @@ class HeadTopK {
   PerThread& thread_scratch(int32_t thread);
   // Row t of the chunk: candidates, their exact values, the selection. False: the row needs a
   // full linear.
-  bool refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, const float* x, int64_t t,
-              int32_t k, int32_t* ids, float* values);
+  bool refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, bool avx512_scans,
+              const float* x, int64_t t, int32_t k, int32_t* ids, float* values);
+  // Packs the chunk's rows for the screen and marks in full_ those it cannot bound; true when any
+  // row is screened.
+  bool pack_rows(const PanelView& w, const HeadNorms& norms, const Screening& how, const float* x, int64_t xs,
+                 int64_t m);
   // Rows of the chunk marked in full_: linear, then select_top_k.
   void full_rows(const loom::sdk::Host& host, int64_t out, int64_t in, const float* x, int64_t xs, int64_t m,
                  int32_t k, int32_t* ids, float* values, const LinearRows& linear);
 
   std::vector<PerThread> per_thread_;
-  std::vector<uint32_t> xp_;      // the chunk's x as bf16 pairs [rows][pairs_of(in)]
+  std::vector<uint32_t> xp_;      // the chunk's x as bf16 pairs [rows][pairs_of(in)] (bf16 screen)
+  std::vector<int8_t> xq_;        // the chunk's x in int8 blocks [rows][in_pad] (int8 screen)
+  std::vector<float> xe_;         // their scales [rows][in_pad / 32]
+  std::vector<int32_t> xsum_;     // their sums [rows][in_pad / 32]
   std::vector<RowBound> bounds_;  // per row of the chunk
   std::vector<uint8_t> full_;     // per row of the chunk: computed by linear instead
   std::vector<float> s_;          // screened outputs [rows][16 n_panels]

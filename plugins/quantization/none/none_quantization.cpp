@@ -14,12 +14,15 @@
 // compute = "bf16" (opt-in, none_bf16.hpp) trades those bits for AVX512-BF16 dot products on
 // weights and activations rounded to bfloat16; batched == alone still holds within the mode.
 // linear_top_k (interface 1.5, none_head_top_k.hpp) selects a head's largest outputs with linear's
-// bits; on the exact path of an AVX512-BF16 CPU it screens every output in bf16 under a rigorous
-// bound and computes only the candidates exactly (the head's norms are kept from load for it).
+// bits; on the exact path it screens every output under a rigorous bound and computes only the
+// candidates exactly: by default from an int8 copy of the head made at load (none_head_int8.hpp;
+// any AVX2 CPU), or with head_screen = "bf16" in bf16 on the exact panels (AVX512-BF16 CPUs, no
+// copy). The head's norms are kept from load for either.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -47,9 +50,12 @@ using loom_none::kPanel;
 // Panels per step of a thread's share: the decode kernel takes 4 panels at a time.
 constexpr int64_t kShareAlign = 4;
 
+enum class HeadScreen { kInt8, kBf16, kOff };
+
 struct Options {
   int simd = loom_quant::kSimdAuto;  // "simd": "auto" (default), "avx2" or "portable" (quant_plugin.hpp)
   bool bf16 = false;  // "compute": "exact" (default) or "bf16" (none_bf16.hpp)
+  HeadScreen head_screen = HeadScreen::kInt8;  // "head_screen": "int8" (default), "bf16" or "off"
 };
 
 // The kernels the options ask for on this CPU. compute = "bf16" runs only where the CPU has
@@ -79,8 +85,9 @@ bool is_supported(loom_dtype t) {
   return t == LOOM_DTYPE_F32 || t == LOOM_DTYPE_F16 || t == LOOM_DTYPE_BF16;
 }
 
-// A prepared weight: its panels, owned, and (for linear_top_k's screen) its row norms: from load
-// for the classifier head, else made by the first linear_top_k on it.
+// A prepared weight: its panels, owned, and (for linear_top_k's screen) its row norms and, for the
+// int8 screen, its int8 copy: from load for the classifier head, else made by the first
+// linear_top_k on it.
 struct Weight {
   struct Free {
     void operator()(void* p) const { ::operator delete(p, std::align_val_t{64}); }
@@ -88,16 +95,49 @@ struct Weight {
   loom_none::PanelView view;
   std::unique_ptr<void, Free> panels;
   loom_none::HeadNorms norms;
+  loom_none::Int8Head int8;
 };
 
-// Whether linear_top_k screens: the exact path with every kernel allowed, on AVX512-BF16.
-bool screens(const Options& opt, bool bf16) {
+// How linear_top_k screens on this CPU, if it does (`on`): on the exact path only; the int8 screen
+// on AVX2 (its VNNI kernel where allowed and present), the bf16 one on AVX512-BF16 with every
+// kernel allowed. The start-up log says which, or why none.
+struct ScreenChoice {
+  bool on = false;
+  bool int8 = false;
+  loom_none::Screening how;
+};
+
+ScreenChoice choose_screen(const loom::sdk::Host& host, const Options& opt, bool bf16) {
+  ScreenChoice c;
 #ifdef LOOM_NONE_HAVE_AVX2
-  return !bf16 && opt.simd == loom_quant::kSimdAuto && loom_none::cpu_has_avx512_bf16();
+  const bool all = opt.simd == loom_quant::kSimdAuto;
+  if (bf16 || opt.head_screen == HeadScreen::kOff) return c;
+  if (opt.head_screen == HeadScreen::kBf16) {
+    if (all && loom_none::cpu_has_avx512_bf16()) {
+      c.on = true;
+      c.how.avx512_scans = true;
+      host.log(LOOM_LOG_INFO, "quantization none: head screen bf16 (AVX512-BF16 on the exact panels)");
+    } else {
+      host.log(LOOM_LOG_WARN, "quantization none: head_screen = \"bf16\" ",
+               all ? "needs AVX512-BF16, which this CPU lacks" : "needs simd = \"auto\"",
+               "; heads are computed whole");
+    }
+    return c;
+  }
+  if (opt.simd == loom_quant::kSimdPortable || !loom_none::cpu_has_avx2_fma_f16c()) {
+    host.log(LOOM_LOG_INFO, "quantization none: head screen int8 needs AVX2 kernels; heads are computed whole");
+    return c;
+  }
+  c.on = c.int8 = true;
+  const bool vnni = all && loom_none::cpu_has_avx512_vnni();
+  c.how.int8_kernel = vnni ? loom_none::head_screen_int8_vnni : loom_none::head_screen_int8_avx2;
+  c.how.avx512_scans = all && loom_none::cpu_has_avx512f();
+  host.log(LOOM_LOG_INFO, "quantization none: head screen int8 (", vnni ? "AVX512-VNNI" : "AVX2",
+           "; an int8 copy of the classifier head is kept beside it)");
 #else
-  (void)opt, (void)bf16;
-  return false;
+  (void)host, (void)opt, (void)bf16;
 #endif
+  return c;
 }
 
 class NoneQuantization {
@@ -108,12 +148,18 @@ class NoneQuantization {
     static const auto spec = loom_quant::simd_spec<Options>("quantization none")
         .choice("compute", &Options::bf16, {{"exact", false}, {"bf16", true}},
                 "\"exact\" (default): f32 arithmetic on the stored weights, batch-invariant bits; \"bf16\": "
-                "weights and activations rounded to bfloat16, AVX512-BF16 dot products (faster, less exact)");
+                "weights and activations rounded to bfloat16, AVX512-BF16 dot products (faster, less exact)")
+        .choice("head_screen", &Options::head_screen,
+                {{"int8", HeadScreen::kInt8}, {"bf16", HeadScreen::kBf16}, {"off", HeadScreen::kOff}},
+                "how the classifier head's top-k selection screens its outputs before computing the few that "
+                "can win exactly (same tokens and bits either way): \"int8\" (default): from an int8 copy of "
+                "the head (half an f16 head's bytes more memory, any AVX2 CPU); \"bf16\": on the exact "
+                "panels with AVX512-BF16 (no copy); \"off\": every output computed");
     return spec;
   }
 
   NoneQuantization(const loom::sdk::Host& host, const loom_quantization_create_args& args, const Options& opt)
-      : host_(host), kernel_(choose_kernels(host, opt, bf16_)), screen_(screens(opt, bf16_)),
+      : host_(host), kernel_(choose_kernels(host, opt, bf16_)), screen_(choose_screen(host, opt, bf16_)),
         top_k_(host.num_threads()) {
     loom_quant::require_cpu(args, kName);
     scratch_.resize(static_cast<size_t>(host_.num_threads()));
@@ -159,8 +205,7 @@ class NoneQuantization {
         loom_none::pack_panels(w->data, w->strides[0], v, weight->panels.get(), begin, end);
     });
     weight->view.data = weight->panels.get();
-    if (screen_ && info != nullptr && info->role == LOOM_WEIGHT_OUTPUT)
-      weight->norms = loom_none::HeadTopK::norms_of(host_, weight->view);
+    if (screen_.on && info != nullptr && info->role == LOOM_WEIGHT_OUTPUT) prepare_screen(*weight);
     // The file's copy is not read again, unless it is the token embedding serving as the tied
     // classifier (the embedding lookup reads it) or nothing says which tensor it is.
     if (info != nullptr && info->name != nullptr && std::strcmp(info->name, "token_embd.weight") != 0) {
@@ -270,9 +315,11 @@ class NoneQuantization {
       linear(weight, &xv, &yv);
     };
 #ifdef LOOM_NONE_HAVE_AVX2
-    if (screen_ && loom_none::HeadTopK::screens(w.out, w.in, k)) {
-      if (weight.norms.n.empty()) weight.norms = loom_none::HeadTopK::norms_of(host_, w);
-      top_k_.screened(host_, kernel_.gemm, w, weight.norms, xd, x->strides[0], n, k, ids, values, rows);
+    if (screen_.on && loom_none::HeadTopK::screens(w.out, w.in, k)) {
+      if (weight.norms.n.empty()) prepare_screen(weight);
+      loom_none::Screening how = screen_.how;
+      if (screen_.int8) how.int8 = &weight.int8;
+      top_k_.screened(host_, kernel_.gemm, w, weight.norms, how, xd, x->strides[0], n, k, ids, values, rows);
       return;
     }
 #endif
@@ -280,6 +327,22 @@ class NoneQuantization {
   }
 
  private:
+  // The screen's data for a head: its norms and, for the int8 screen, its int8 copy (each thread
+  // quantizes a share of the panels).
+  void prepare_screen(Weight& weight) const {
+    weight.norms = loom_none::HeadTopK::norms_of(host_, weight.view);
+    if (!screen_.int8) return;
+    loom_none::int8_head_shape(weight.view, &weight.int8);
+    std::mutex mutex;
+    double rho = 0.0;
+    host_.parallel_for(weight.view.n_panels, [&](int64_t begin, int64_t end) {
+      const double r = loom_none::int8_head_panels(weight.view, begin, end, &weight.int8);
+      const std::lock_guard<std::mutex> lock(mutex);
+      rho = std::max(rho, r);
+    });
+    weight.int8.rho = static_cast<float>(rho * (1.0 + 0x1p-20));
+  }
+
   // One linear of a group: its weight, input rows and output, and (prefill) its panel chunking.
   struct Target {
     const loom_none::PanelView* w;
@@ -356,7 +419,7 @@ class NoneQuantization {
   loom::sdk::Host host_;
   bool bf16_ = false;  // compute bf16 is on: weights in pair panels, kernel_ the bf16 set
   loom_none::PanelKernels kernel_;
-  bool screen_;                    // linear_top_k screens (screens())
+  ScreenChoice screen_;            // how linear_top_k screens (choose_screen())
   loom_none::HeadTopK top_k_;      // linear_top_k's scratch
   std::vector<std::vector<float>> scratch_;  // per thread: packed rows of x, reused
   std::vector<float> packed_;                // the prefill's shared packed x, reused
