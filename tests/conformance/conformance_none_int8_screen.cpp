@@ -652,4 +652,9 @@ TEST(NoneInt8Screen, PortableScans) {
   loom_none_test::check_scans(loom_none::screen_threshold_portable, loom_none::screen_candidates_portable);
 }
 
+TEST(NoneInt8Screen, Avx2Scans) {
+  if (!loom_none::cpu_has_avx2_fma_f16c()) GTEST_SKIP() << "this CPU has no AVX2+FMA+F16C";
+  loom_none_test::check_scans(loom_none::screen_threshold_avx2, loom_none::screen_candidates_avx2);
+}
+
 }  // namespace

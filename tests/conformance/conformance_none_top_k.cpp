@@ -220,17 +220,19 @@ void check_screened(loom_none::Screening how, bool int8, loom_none::PanelGemm ex
 
 TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
   if (!loom_none::cpu_has_avx512_bf16()) GTEST_SKIP() << "this CPU has no AVX512-BF16: the bf16 screen does not run";
-  check_screened(loom_none::Screening{nullptr, nullptr, true}, false, loom_none::panel_gemm_avx512);
+  check_screened(loom_none::Screening{nullptr, nullptr, loom_none::Scans::kAvx512}, false, loom_none::panel_gemm_avx512);
 }
 
-// The int8 screen as an AVX2-only CPU runs it (AVX2 kernel, portable scans), and with the VNNI
-// kernel and AVX-512 scans where the CPU has them.
+// The int8 screen as an AVX2-only CPU runs it (AVX2 kernel and scans), with the portable kernel
+// and scans, and with the VNNI kernel and AVX-512 scans where the CPU has them.
 TEST(NoneHeadTopK, Int8ScreenedSettlesRowsAndHandsTheRestToLinear) {
   if (!loom_none::cpu_has_avx2_fma_f16c()) GTEST_SKIP() << "the int8 screen needs AVX2+FMA+F16C";
-  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_avx2, false}, true,
+  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_avx2, loom_none::Scans::kAvx2}, true,
                  loom_none::panel_gemm_avx2);
+  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_portable, loom_none::Scans::kPortable},
+                 true, loom_none::panel_gemm_avx2);
   if (!loom_none::cpu_has_avx512_vnni()) GTEST_SKIP() << "this CPU has no AVX512-VNNI: its kernel was not run";
-  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_vnni, true}, true,
+  check_screened(loom_none::Screening{nullptr, loom_none::head_screen_int8_vnni, loom_none::Scans::kAvx512}, true,
                  loom_none::panel_gemm_avx512);
 }
 #endif

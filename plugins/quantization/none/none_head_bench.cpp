@@ -4,7 +4,8 @@
 // threads), bf16 weights [out, in], random x, n = 1, 8 and 32 rows, with the plugin's int8 screen
 // (its default) or its bf16 one. It also checks the selection against linear's row and counts the
 // screen's candidates per row with the plugin's own helpers.
-//   loom-none-head-bench [threads=2] [reps=5] [out=128256] [in=768] [screen=int8|bf16]
+//   loom-none-head-bench [threads=2] [reps=5] [out=128256] [in=768] [screen=int8|bf16] [simd=auto|avx2]
+// (simd = "avx2": the int8 screen's AVX2 kernel and portable scans, as an AVX2-only CPU runs them)
 // Prints ms per call, best of reps after one warm-up call.
 #include <dlfcn.h>
 #include <unistd.h>
@@ -95,8 +96,8 @@ void count_candidates(const std::vector<uint16_t>& w, int64_t out, int64_t in, c
   *full = 0;
   for (int64_t t = 0; t < n; ++t) {
     const float* st = s.data() + t * ss;
-    const float bar = loom_none::screen_threshold_avx512(st, norms.data(), out, b[t], 1, run.data());
-    const int64_t c = loom_none::screen_candidates_avx512(st, norms.data(), out, b[t], bar, cand.data(), out);
+    const float bar = loom_none::screen_threshold_portable(st, norms.data(), out, b[t], 1, run.data());
+    const int64_t c = loom_none::screen_candidates_portable(st, norms.data(), out, b[t], bar, cand.data(), out);
     total += c;
     *full += c > out / 8 ? 1 : 0;
   }
@@ -111,11 +112,12 @@ int main(int argc, char** argv) {
   const int64_t out = argc > 3 ? std::atoll(argv[3]) : 128256, in = argc > 4 ? std::atoll(argv[4]) : 768;
   const std::string screen = argc > 5 ? argv[5] : "int8";
   const bool int8 = screen == "int8";
+  const std::string simd = argc > 6 ? argv[6] : "auto";
   if (int8 ? !loom_none::cpu_has_avx2_fma_f16c() : !loom_none::cpu_has_avx512_bf16()) {
     std::printf("this CPU lacks %s: linear_top_k does not screen here\n", int8 ? "AVX2" : "AVX512-BF16");
     return 1;
   }
-  const std::string config = "{\"head_screen\": \"" + screen + "\"}";
+  const std::string config = "{\"head_screen\": \"" + screen + "\", \"simd\": \"" + simd + "\"}";
   // The plugin beside this binary.
   std::string dir(4096, '\0');
   dir.resize(static_cast<size_t>(std::max<ssize_t>(0, readlink("/proc/self/exe", dir.data(), dir.size()))));
@@ -158,7 +160,8 @@ int main(int argc, char** argv) {
   }
   std::printf("head [%lld, %lld] bf16, %d threads, %s screen, k = 1\n", static_cast<long long>(out),
               static_cast<long long>(in), g_threads,
-              int8 ? (loom_none::cpu_has_avx512_vnni() ? "int8 (AVX512-VNNI)" : "int8 (AVX2)") : "bf16 (AVX512-BF16)");
+              int8 ? (simd == "auto" && loom_none::cpu_has_avx512_vnni() ? "int8 (AVX512-VNNI)" : "int8 (AVX2)")
+                   : "bf16 (AVX512-BF16)");
   for (const int64_t n : {int64_t{1}, int64_t{8}, int64_t{32}}) {
     std::vector<float> x(static_cast<size_t>(n * in)), y(static_cast<size_t>(n * out)), v(static_cast<size_t>(n));
     for (auto& e : x) e = u(rng);

@@ -169,11 +169,7 @@ float screen_threshold_portable(const float* s, const float* norms, int64_t out,
     bad = bad || !std::isfinite(s[o]);
     float lo = 0, hi = 0;
     screen_interval(s[o], norms[o], b, &lo, &hi);
-    if (!(lo > bar)) continue;
-    int32_t at = kept < k ? kept++ : k - 1;
-    for (; at > 0 && run[at - 1] < lo; --at) run[at] = run[at - 1];
-    run[at] = lo;
-    if (kept == k) bar = run[k - 1];
+    if (lo > bar) keep_largest(lo, run, k, &kept, &bar);
   }
   if (bad) return NAN;
   return kept < k ? -INFINITY : run[k - 1];

@@ -65,13 +65,18 @@ void head_screen_int8_portable(const Int8Head& h, int64_t p_begin, int64_t p_end
                                const int32_t* sum, int64_t n, float* s, int64_t ss);
 
 // The scans of the bf16 screen's contract (none_head_screen.hpp), one output at a time with
-// screen_interval: for CPUs without AVX-512F.
+// screen_interval: the reference, and for CPUs without AVX2.
 float screen_threshold_portable(const float* s, const float* norms, int64_t out, const RowBound& b, int32_t k,
                                 float* run);
 int64_t screen_candidates_portable(const float* s, const float* norms, int64_t out, const RowBound& b, float t,
                                    int32_t* cand, int64_t max);
 
 #if defined(__x86_64__) && defined(__GNUC__)
+// The same scans 8 outputs at a time (none_head_scan_avx2.cpp): only after cpu_has_avx2_fma_f16c().
+float screen_threshold_avx2(const float* s, const float* norms, int64_t out, const RowBound& b, int32_t k,
+                            float* run);
+int64_t screen_candidates_avx2(const float* s, const float* norms, int64_t out, const RowBound& b, float t,
+                               int32_t* cand, int64_t max);
 // maddubs on |q_o| and q_x with q_o's sign: only after cpu_has_avx2_fma_f16c().
 void head_screen_int8_avx2(const Int8Head& h, int64_t p_begin, int64_t p_end, const int8_t* q, const float* e,
                            const int32_t* sum, int64_t n, float* s, int64_t ss);

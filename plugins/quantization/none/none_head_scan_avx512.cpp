@@ -74,11 +74,7 @@ float screen_threshold_avx512(const float* s, const float* norms, int64_t out, c
     _mm512_store_ps(lo, e.lo);
     for (; above != 0; above &= above - 1) {
       const float v = lo[__builtin_ctz(above)];
-      if (!(v > bar)) continue;
-      int32_t at = kept < k ? kept++ : k - 1;
-      for (; at > 0 && run[at - 1] < v; --at) run[at] = run[at - 1];
-      run[at] = v;
-      if (kept == k) bar = run[k - 1];
+      if (v > bar) loom_none::keep_largest(v, run, k, &kept, &bar);
     }
   }
   if (bad != 0) return NAN;

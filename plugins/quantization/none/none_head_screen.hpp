@@ -52,6 +52,16 @@ inline void screen_interval(float s, float n, const RowBound& b, float* lo, floa
   *up = s + e2;
 }
 
+// The threshold scans' running set: run[0, kept) holds the largest lower ends so far, decreasing;
+// v (above *bar) goes in, the smallest drops out once k are kept, and *bar becomes run[k - 1]
+// then (what the next one must pass).
+inline void keep_largest(float v, float* run, int32_t k, int32_t* kept, float* bar) {
+  int32_t at = *kept < k ? (*kept)++ : k - 1;
+  for (; at > 0 && run[at - 1] < v; --at) run[at] = run[at - 1];
+  run[at] = v;
+  if (*kept == k) *bar = run[k - 1];
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 // s[t * ss + 16 p + j] for rows t < n of xp ([n][pairs_of(w.in)] from pack_screen_row), every lane
 // j < 16 of panels [p_begin, p_end) of w (f32, f16 or bf16 panels; ss >= 16 w.n_panels). Only

@@ -32,21 +32,24 @@ HeadTopK::PerThread& HeadTopK::thread_scratch(int32_t thread) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, bool avx512_scans,
+bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, Scans scans,
                       const float* x, int64_t t, int32_t k, int32_t* ids, float* values) {
+  const auto threshold = scans == Scans::kAvx512 ? screen_threshold_avx512
+                         : scans == Scans::kAvx2 ? screen_threshold_avx2
+                                                 : screen_threshold_portable;
+  const auto candidates = scans == Scans::kAvx512 ? screen_candidates_avx512
+                          : scans == Scans::kAvx2 ? screen_candidates_avx2
+                                                  : screen_candidates_portable;
   const int64_t ss = w.n_panels * kPanel;
   const float* s = s_.data() + t * ss;
   const RowBound& b = bounds_[static_cast<size_t>(t)];
   pt.run.resize(static_cast<size_t>(k));
-  const float bar = avx512_scans ? screen_threshold_avx512(s, norms.n.data(), w.out, b, k, pt.run.data())
-                                 : screen_threshold_portable(s, norms.n.data(), w.out, b, k, pt.run.data());
+  const float bar = threshold(s, norms.n.data(), w.out, b, k, pt.run.data());
   if (std::isnan(bar)) return false;
   const int64_t most = w.out / 8;
   pt.ids.resize(static_cast<size_t>(most));
   pt.values.resize(static_cast<size_t>(most));
-  const int64_t count = avx512_scans
-                            ? screen_candidates_avx512(s, norms.n.data(), w.out, b, bar, pt.ids.data(), most)
-                            : screen_candidates_portable(s, norms.n.data(), w.out, b, bar, pt.ids.data(), most);
+  const int64_t count = candidates(s, norms.n.data(), w.out, b, bar, pt.ids.data(), most);
   if (count < k) return false;  // -1: too many; fewer than k cannot happen, but then no answer
   // Each candidate's panel for this row alone, by linear's kernel on a one-panel view: an output's
   // chain does not depend on the rows or panels computed with it (none_panel.hpp), so these are
@@ -124,7 +127,7 @@ void HeadTopK::screened(const loom::sdk::Host& host, PanelGemm exact, const Pane
         for (int64_t t = begin; t < end; ++t) {
           uint8_t& full = full_[static_cast<size_t>(t)];
           if (full == 0)
-            full = refine(pt, exact, w, norms, how.avx512_scans, xc + t * xs, t, k, ic + t * k, vc + t * k) ? 0 : 1;
+            full = refine(pt, exact, w, norms, how.scans, xc + t * xs, t, k, ic + t * k, vc + t * k) ? 0 : 1;
         }
       });
     }

@@ -30,11 +30,12 @@ namespace loom_none {
 using LinearRows = std::function<void(const float* x, int64_t xs, int64_t n, float* y)>;
 
 // Which screen runs: the int8 copy and its kernel, or (int8 == nullptr) the bf16 screen on the
-// exact panels (AVX512-BF16 only); the scans on AVX-512F or portable.
+// exact panels (AVX512-BF16 only); and which form of the scans (the same answers from each).
+enum class Scans { kPortable, kAvx2, kAvx512 };
 struct Screening {
   const Int8Head* int8 = nullptr;
   Int8Screen int8_kernel = nullptr;
-  bool avx512_scans = false;
+  Scans scans = Scans::kPortable;
 };
 
 class HeadTopK {
@@ -74,7 +75,7 @@ class HeadTopK {
   PerThread& thread_scratch(int32_t thread);
   // Row t of the chunk: candidates, their exact values, the selection. False: the row needs a
   // full linear.
-  bool refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, bool avx512_scans,
+  bool refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, Scans scans,
               const float* x, int64_t t, int32_t k, int32_t* ids, float* values);
   // Packs the chunk's rows for the screen and marks in full_ those it cannot bound; true when any
   // row is screened.

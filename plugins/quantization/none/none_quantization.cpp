@@ -115,7 +115,7 @@ ScreenChoice choose_screen(const loom::sdk::Host& host, const Options& opt, bool
   if (opt.head_screen == HeadScreen::kBf16) {
     if (all && loom_none::cpu_has_avx512_bf16()) {
       c.on = true;
-      c.how.avx512_scans = true;
+      c.how.scans = loom_none::Scans::kAvx512;
       host.log(LOOM_LOG_INFO, "quantization none: head screen bf16 (AVX512-BF16 on the exact panels)");
     } else {
       host.log(LOOM_LOG_WARN, "quantization none: head_screen = \"bf16\" ",
@@ -131,7 +131,7 @@ ScreenChoice choose_screen(const loom::sdk::Host& host, const Options& opt, bool
   c.on = c.int8 = true;
   const bool vnni = all && loom_none::cpu_has_avx512_vnni();
   c.how.int8_kernel = vnni ? loom_none::head_screen_int8_vnni : loom_none::head_screen_int8_avx2;
-  c.how.avx512_scans = all && loom_none::cpu_has_avx512f();
+  c.how.scans = all && loom_none::cpu_has_avx512f() ? loom_none::Scans::kAvx512 : loom_none::Scans::kAvx2;
   host.log(LOOM_LOG_INFO, "quantization none: head screen int8 (", vnni ? "AVX512-VNNI" : "AVX2",
            "; an int8 copy of the classifier head is kept beside it)");
 #else
