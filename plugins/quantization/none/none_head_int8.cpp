@@ -67,34 +67,41 @@ void int8_head_shape(const PanelView& w, Int8Head* h) {
 double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8Head* h) {
   double worst = 0.0;
   const int64_t k4s = h->in_pad / 4;
-  std::vector<float> row(static_cast<size_t>(w.in));
+  // Two passes over each panel in its own order (k-major, 16 outputs per k): the scales, then the
+  // bytes and the residuals.
   for (int64_t p = p_begin; p < p_end; ++p) {
     const int64_t base = p * w.in * kPanel;
-    for (int64_t j = 0; j < kPanel && p * kPanel + j < w.out; ++j) {
-      float amax = 0.0F;
-      bool finite = true;
-      for (int64_t k = 0; k < w.in; ++k) {
+    const int64_t live = std::min(kPanel, w.out - p * kPanel);
+    float amax[kPanel] = {};
+    bool finite[kPanel];
+    std::fill_n(finite, kPanel, true);
+    for (int64_t k = 0; k < w.in; ++k)
+      for (int64_t j = 0; j < live; ++j) {
         const auto v = static_cast<float>(element(w, base + k * kPanel + j));
-        row[static_cast<size_t>(k)] = v;
-        finite = finite && std::isfinite(v);
-        amax = std::max(amax, std::fabs(v));
+        finite[j] = finite[j] && std::isfinite(v);
+        amax[j] = std::max(amax[j], std::fabs(v));
       }
-      if (!finite) {
-        worst = INFINITY;
-        continue;  // the norms are infinite too, so no row is screened against this head
+    float d[kPanel] = {};
+    for (int64_t j = 0; j < live; ++j) {
+      // A row that is not finite keeps scale 0 and q = 0; its norm is infinite too, so no row of x
+      // is screened against this head.
+      d[j] = finite[j] ? scale_of(amax[j]) : 0.0F;
+      h->scale[static_cast<size_t>(p * kPanel + j)] = d[j];
+    }
+    double nn[kPanel] = {}, rr[kPanel] = {};
+    uint8_t* q = h->q.data() + p * k4s * kPanel * 4;
+    for (int64_t k = 0; k < w.in; ++k)
+      for (int64_t j = 0; j < live; ++j) {
+        const auto v = static_cast<float>(element(w, base + k * kPanel + j));
+        const int32_t qk = d[j] > 0.0F ? quantize(v, d[j]) : 0;
+        q[((k / 4) * kPanel + j) * 4 + k % 4] = static_cast<uint8_t>(qk + 128);
+        const double diff = static_cast<double>(v) - static_cast<double>(d[j]) * qk;
+        nn[j] += static_cast<double>(v) * v;
+        rr[j] += diff * diff;
       }
-      const float d = scale_of(amax);
-      h->scale[static_cast<size_t>(p * kPanel + j)] = d;
-      double nn = 0, rr = 0;
-      for (int64_t k = 0; k < w.in; ++k) {
-        const float v = row[static_cast<size_t>(k)];
-        const int32_t q = d > 0.0F ? quantize(v, d) : 0;
-        h->q[static_cast<size_t>(((p * k4s + k / 4) * kPanel + j) * 4 + k % 4)] = static_cast<uint8_t>(q + 128);
-        const double diff = static_cast<double>(v) - static_cast<double>(d) * q;
-        nn += static_cast<double>(v) * v;
-        rr += diff * diff;
-      }
-      if (nn > 0) worst = std::max(worst, std::sqrt(rr) / std::sqrt(nn) * kUp);
+    for (int64_t j = 0; j < live; ++j) {
+      if (!finite[j]) worst = INFINITY;
+      else if (nn[j] > 0) worst = std::max(worst, std::sqrt(rr[j]) / std::sqrt(nn[j]) * kUp);
     }
   }
   return worst;
