@@ -32,30 +32,16 @@
 
 namespace loom_none {
 
-namespace {
-
-constexpr double kUp = 1.0 + 0x1p-20;  // rounding up: covers the double sums and the float rounding
-
-double element(const PanelView& w, int64_t i) {
-  if (w.dtype == LOOM_DTYPE_F32) return static_cast<const float*>(w.data)[i];
-  const uint16_t h = static_cast<const uint16_t*>(w.data)[i];
-  return w.dtype == LOOM_DTYPE_BF16 ? loom::sdk::bf16_to_f32(h) : loom::sdk::f16_to_f32(h);
-}
-
-float up(double v) { return static_cast<float>(v * kUp); }
-
-}  // namespace
-
 void head_norms(const PanelView& w, int64_t p_begin, int64_t p_end, float* norms) {
   for (int64_t p = p_begin; p < p_end; ++p) {
     double sq[kPanel] = {};
     const int64_t base = p * w.in * kPanel;
     for (int64_t k = 0; k < w.in; ++k)
       for (int64_t j = 0; j < kPanel; ++j) {
-        const double v = element(w, base + k * kPanel + j);
+        const double v = panel_element(w, base + k * kPanel + j);
         sq[j] += v * v;
       }
-    for (int64_t j = 0; j < kPanel; ++j) norms[p * kPanel + j] = up(std::sqrt(sq[j]));
+    for (int64_t j = 0; j < kPanel; ++j) norms[p * kPanel + j] = round_up(std::sqrt(sq[j]));
   }
 }
 
@@ -82,8 +68,8 @@ bool pack_screen_row(const float* x, int64_t in, loom_dtype w_dtype, float max_n
   const double g_e = 1.01 * n * 0x1p-24, g_s = 2.02 * (n + 2) * 0x1p-24;
   const double c = nd + d * nh + g_e * nx + g_s * (1 + d) * nh + 2 * root * m;
   const double a = m * (root * (nx + 2 * nh) + 3 * n + 8);
-  b->c = up(c);
-  b->a = up(a);
+  b->c = round_up(c);
+  b->a = round_up(a);
   return std::isfinite(b->c);
 }
 

@@ -29,16 +29,7 @@ namespace loom_none {
 
 namespace {
 
-constexpr double kUp = 1.0 + 0x1p-20;
 constexpr float kMinNormal = 0x1p-126F;
-
-float up(double v) { return static_cast<float>(v * kUp); }
-
-double element(const PanelView& w, int64_t i) {
-  if (w.dtype == LOOM_DTYPE_F32) return static_cast<const float*>(w.data)[i];
-  const uint16_t h = static_cast<const uint16_t*>(w.data)[i];
-  return w.dtype == LOOM_DTYPE_BF16 ? loom::sdk::bf16_to_f32(h) : loom::sdk::f16_to_f32(h);
-}
 
 // q = round(v / d) (nearest, ties to even) clamped to [-127, 127]; d > 0.
 int32_t quantize(float v, float d) {
@@ -77,7 +68,7 @@ double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8
     std::fill_n(finite, kPanel, true);
     for (int64_t k = 0; k < w.in; ++k)
       for (int64_t j = 0; j < live; ++j) {
-        const auto v = static_cast<float>(element(w, base + k * kPanel + j));
+        const auto v = static_cast<float>(panel_element(w, base + k * kPanel + j));
         finite[j] = finite[j] && std::isfinite(v);
         amax[j] = std::max(amax[j], std::fabs(v));
       }
@@ -92,7 +83,7 @@ double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8
     uint8_t* q = h->q.data() + p * k4s * kPanel * 4;
     for (int64_t k = 0; k < w.in; ++k)
       for (int64_t j = 0; j < live; ++j) {
-        const auto v = static_cast<float>(element(w, base + k * kPanel + j));
+        const auto v = static_cast<float>(panel_element(w, base + k * kPanel + j));
         const int32_t qk = d[j] > 0.0F ? quantize(v, d[j]) : 0;
         q[((k / 4) * kPanel + j) * 4 + k % 4] = static_cast<uint8_t>(qk + 128);
         const double diff = static_cast<double>(v) - static_cast<double>(d[j]) * qk;
@@ -101,7 +92,7 @@ double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8
       }
     for (int64_t j = 0; j < live; ++j) {
       if (!finite[j]) worst = INFINITY;
-      else if (nn[j] > 0) worst = std::max(worst, std::sqrt(rr[j]) / std::sqrt(nn[j]) * kUp);
+      else if (nn[j] > 0) worst = std::max(worst, std::sqrt(rr[j]) / std::sqrt(nn[j]) * kBoundUp);
     }
   }
   return worst;
@@ -140,7 +131,7 @@ bool pack_int8_row(const float* x, int64_t in, int64_t in_pad, float rho, float 
   const double g_e = 1.01 * n * 0x1p-24, g_s = 2.02 * (nb + 1) * 0x1p-24;
   const double c = r * nx + (1 + r) * nd + g_e * nx + g_s * (1 + r) * nh + (root + 2) * m;
   const double a = m * (root * nx + n + nb + 12);
-  const float cf = up(c), af = up(a);
+  const float cf = round_up(c), af = round_up(a);
   if (!std::isfinite(cf) || !std::isfinite(af)) return false;
   b->c = cf;
   b->a = af;

@@ -5,7 +5,8 @@
 // 2 * 127 * 127: no saturation) and a madd makes them int32 per output lane, so a block of 32 k
 // ends as 16 exact sums with no horizontal reduction. Each of up to 4 rows of x broadcasts its 4
 // bytes against the same unpacked weights. A thread's panels stream from memory, prefetched
-// kStreamAhead ahead as the decode kernels do; the row tiles after the first find the panel in L2.
+// kStreamAhead ahead by the first row tile as the decode kernels do; the later tiles find the
+// panel in L2.
 #include "none_head_int8.hpp"
 
 #ifdef LOOM_NONE_HAVE_AVX2
@@ -41,7 +42,7 @@ void tile(const Int8Head& h, int64_t p, int64_t t0, const int8_t* q, const float
     for (int i = 0; i < 8; ++i) {
       const int64_t k4 = b * 8 + i;
       const uint8_t* wk = w + k4 * 64;
-      stream_prefetch(wk);
+      if (t0 == 0) stream_prefetch(wk);  // the later row tiles find the panel in L2
       const __m256i w0 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk)), bias);
       const __m256i w1 = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wk + 32)), bias);
       const __m256i a0 = _mm256_abs_epi8(w0), a1 = _mm256_abs_epi8(w1);

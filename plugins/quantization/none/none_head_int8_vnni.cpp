@@ -82,7 +82,7 @@ void tile(const Int8Head& h, int64_t p, int64_t t0, const int8_t* q, const float
     for (int i = 0; i < 8; ++i) {
       const int64_t k4 = b * 8 + i;
       const uint8_t* wk = w + k4 * 64;
-      loom_none::stream_prefetch(wk);
+      if (t0 == 0) loom_none::stream_prefetch(wk);  // the later row tiles find the panel in L2
       const __m512i wv = _mm512_loadu_si512(wk);
       for (int r = 0; r < R; ++r) dot[r] = _mm512_dpbusd_epi32(dot[r], wv, bcast4(q + (t0 + r) * h.in_pad + 4 * k4));
     }

@@ -14,9 +14,23 @@
 #include <cstdint>
 #include <vector>
 
+#include "loom/sdk_half.hpp"
 #include "none_panel.hpp"
 
 namespace loom_none {
+
+// The bounds' rounding up (none_head_bound.cpp, none_head_int8.cpp): a norm or coefficient summed
+// in double, scaled by 1 + 2^-20 (far more than the double sums' error), then rounded to float, is
+// at least the real value.
+constexpr double kBoundUp = 1.0 + 0x1p-20;
+inline float round_up(double v) { return static_cast<float>(v * kBoundUp); }
+
+// Element i of w's panels (f32, f16 or bf16), exactly.
+inline double panel_element(const PanelView& w, int64_t i) {
+  if (w.dtype == LOOM_DTYPE_F32) return static_cast<const float*>(w.data)[i];
+  const uint16_t h = static_cast<const uint16_t*>(w.data)[i];
+  return w.dtype == LOOM_DTYPE_BF16 ? loom::sdk::bf16_to_f32(h) : loom::sdk::f16_to_f32(h);
+}
 
 // ||W[o]||_2 for every feature of a weight's panels, rounded up: n[16 p + j] (zero for the padding
 // of the last panel), and the largest.

@@ -111,7 +111,11 @@ ScreenChoice choose_screen(const loom::sdk::Host& host, const Options& opt, bool
   ScreenChoice c;
 #ifdef LOOM_NONE_HAVE_AVX2
   const bool all = opt.simd == loom_quant::kSimdAuto;
-  if (bf16 || opt.head_screen == HeadScreen::kOff) return c;
+  if (bf16) {
+    host.log(LOOM_LOG_INFO, "quantization none: compute bf16: the head's selection takes whole rows (no head_screen)");
+    return c;
+  }
+  if (opt.head_screen == HeadScreen::kOff) return c;
   if (opt.head_screen == HeadScreen::kBf16) {
     if (all && loom_none::cpu_has_avx512_bf16()) {
       c.on = true;
@@ -340,7 +344,7 @@ class NoneQuantization {
       const std::lock_guard<std::mutex> lock(mutex);
       rho = std::max(rho, r);
     });
-    weight.int8.rho = static_cast<float>(rho * (1.0 + 0x1p-20));
+    weight.int8.rho = static_cast<float>(rho);  // rounded up by 2^-20 already: far above float's rounding
   }
 
   // One linear of a group: its weight, input rows and output, and (prefill) its panel chunking.
