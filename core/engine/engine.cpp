@@ -582,8 +582,11 @@ void Engine::emit(RequestState& req, std::vector<int32_t> new_tokens, std::vecto
     std::lock_guard<std::mutex> lock(stats_mutex_);
     stats_.generation_tokens_total += static_cast<int64_t>(new_tokens.size());
   }
-  deliver(req, std::move(out));
-  if (done) finish(req, *finish_reason, {});
+  if (done) {
+    finish(req, *finish_reason, {}, std::move(out));
+  } else {
+    deliver(req, std::move(out));
+  }
 }
 
 // An output joins the step's pending one while the request coalesces (see request_state.hpp);
@@ -644,7 +647,8 @@ void Engine::observe_step(const StepPlan& plan, int64_t wall_us) {
   if (speculation_ && !prompt) speculation_->observe_step(sample.prefill_tokens + sample.decode_tokens, wall_us);
 }
 
-void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
+void Engine::finish(RequestState& req, FinishReason reason, std::string error,
+                    std::optional<GenerationOutput> last) {
   const uint64_t id = req.id;
   leave_queue(req);
   if (speculation_) speculation_->finish(req);
@@ -656,9 +660,24 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
     LOOM_LOG_ERROR("request {}: releasing its KV blocks failed (retried at the next step): {}", id, e.what());
     unreleased_.push_back(id);
   }
-  flush_output(req);  // tokens accepted earlier in this step go out before the error or abort
-  // A request finished by emit() has already sent its final output; abort/error send one here,
-  // also for the choices it had yet to fork (so every choice of the request ends).
+  // Counted before the final output goes out: the client may read /metrics as soon as it has it.
+  {
+    std::lock_guard<std::mutex> lock(stats_mutex_);
+    if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+      ++stats_.requests_finished;
+      ++(reason == FinishReason::kStop ? stats_.requests_finished_stop : stats_.requests_finished_length);
+      // The prompt is processed once per request however many choices share it.
+      if (req.index == 0) stats_.prompt_tokens_total += req.num_prompt_tokens;
+    }
+  }
+  metrics_.on_finished(id, reason, req.num_prompt_tokens, req.num_generated(), now_us());
+  if (last) {
+    deliver(req, std::move(*last));  // sends what was pending with it
+  } else {
+    flush_output(req);  // tokens accepted earlier in this step go out before the error or abort
+  }
+  // Abort/error send a final output here, also for the choices the request had yet to fork (so
+  // every choice of the request ends).
   if (reason == FinishReason::kAbort || reason == FinishReason::kError) {
     for (int32_t i = 0; i <= req.num_unforked; ++i) {
       GenerationOutput out;
@@ -670,16 +689,6 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error) {
       req.sink(std::move(out));
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(stats_mutex_);
-    if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
-      ++stats_.requests_finished;
-      ++(reason == FinishReason::kStop ? stats_.requests_finished_stop : stats_.requests_finished_length);
-      // The prompt is processed once per request however many choices share it.
-      if (req.index == 0) stats_.prompt_tokens_total += req.num_prompt_tokens;
-    }
-  }
-  metrics_.on_finished(id, reason, req.num_prompt_tokens, req.num_generated(), now_us());
   if (auto g = groups_.find(req.group); g != groups_.end()) {
     std::erase(g->second, id);
     if (g->second.empty()) groups_.erase(g);

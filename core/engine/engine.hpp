@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <unordered_map>
 #include <vector>
@@ -77,8 +78,10 @@ class Engine final : public EngineInterface {
   // Asks again to release what requests that ended with a failed release still hold.
   void retry_releases();
   void drain_inbox();
-  // Sends the final output and releases everything the request holds.
-  void finish(RequestState& req, FinishReason reason, std::string error = {});
+  // Releases everything the request holds, counts it as ended, then sends its final output (last,
+  // from emit(), or the abort/error one): a client that reads /metrics after its answer sees it.
+  void finish(RequestState& req, FinishReason reason, std::string error = {},
+              std::optional<GenerationOutput> last = std::nullopt);
   void emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs);
   void deliver(RequestState& req, GenerationOutput&& out);
   void flush_output(RequestState& req);
