@@ -671,6 +671,7 @@ void Engine::finish(RequestState& req, FinishReason reason, std::string error,
     }
   }
   metrics_.on_finished(id, reason, req.num_prompt_tokens, req.num_generated(), now_us());
+  publish_stats();  // the gauges too (running, KV usage) no longer hold the request
   if (last) {
     deliver(req, std::move(*last));  // sends what was pending with it
   } else {

@@ -78,8 +78,9 @@ class Engine final : public EngineInterface {
   // Asks again to release what requests that ended with a failed release still hold.
   void retry_releases();
   void drain_inbox();
-  // Releases everything the request holds, counts it as ended, then sends its final output (last,
-  // from emit(), or the abort/error one): a client that reads /metrics after its answer sees it.
+  // Releases everything the request holds, counts it as ended and publishes the stats, then sends
+  // its final output (last, from emit(), or the abort/error one): a client that reads /metrics
+  // after its answer finds the request ended there.
   void finish(RequestState& req, FinishReason reason, std::string error = {},
               std::optional<GenerationOutput> last = std::nullopt);
   void emit(RequestState& req, std::vector<int32_t> new_tokens, std::vector<RowLogprobs> logprobs);

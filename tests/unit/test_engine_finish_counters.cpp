@@ -1,5 +1,6 @@
 // A request is counted as ended before its final output leaves the engine: a client that reads
-// /metrics as soon as it has its answer must find it there (success, abort or error alike). The
+// /metrics as soon as it has its answer must find it there (success, abort or error alike), in
+// the counters and in the gauges. The
 // sink runs on the engine's thread, so reading stats() from it sees exactly what was counted then.
 #include <gtest/gtest.h>
 
@@ -21,6 +22,7 @@ struct AtFinal {
   int64_t e2e_count = 0;   // e2e_request_latency samples
   int64_t aborted = 0;
   int64_t failed = 0;
+  int32_t running = 0;     // num_running
   std::optional<FinishReason> reason;
 };
 
@@ -49,7 +51,7 @@ class FinishCounters : public ::testing::Test {
       if (!o.finish) return;
       const EngineStats s = engine.stats();
       std::lock_guard lock(mutex);
-      finals.push_back({s.requests_finished, static_cast<int64_t>(s.e2e_request_latency.count), s.slo.aborted, s.slo.failed, o.finish});
+      finals.push_back({s.requests_finished, static_cast<int64_t>(s.e2e_request_latency.count), s.slo.aborted, s.slo.failed, s.num_running, o.finish});
       cv.notify_all();
     };
     return engine.submit(std::move(r));
@@ -76,6 +78,7 @@ TEST_F(FinishCounters, EachFinalOutputFindsItsRequestAlreadyCounted) {
     EXPECT_EQ(finals[k].aborted, 0);
     EXPECT_EQ(finals[k].failed, 0);
   }
+  EXPECT_EQ(finals.back().running, 0) << "the gauges are published before the last output too";
 }
 
 TEST_F(FinishCounters, AnAbortIsCountedBeforeItsFinalOutput) {
@@ -87,6 +90,7 @@ TEST_F(FinishCounters, AnAbortIsCountedBeforeItsFinalOutput) {
   EXPECT_EQ(finals[0].reason, FinishReason::kAbort);
   EXPECT_EQ(finals[0].aborted, 1);
   EXPECT_EQ(finals[0].finished, 0);
+  EXPECT_EQ(finals[0].running, 0);
 }
 
 }  // namespace
