@@ -32,13 +32,12 @@
 
 namespace loom_none {
 
-void head_norms(const PanelView& w, int64_t p_begin, int64_t p_end, float* norms) {
+void head_norms(const PanelView& w, int64_t p_begin, int64_t p_end, float* norms, bool pairs) {
   for (int64_t p = p_begin; p < p_end; ++p) {
     double sq[kPanel] = {};
-    const int64_t base = p * w.in * kPanel;
     for (int64_t k = 0; k < w.in; ++k)
       for (int64_t j = 0; j < kPanel; ++j) {
-        const double v = panel_element(w, base + k * kPanel + j);
+        const double v = weight_element(w, pairs, p, k, j);
         sq[j] += v * v;
       }
     for (int64_t j = 0; j < kPanel; ++j) norms[p * kPanel + j] = round_up(std::sqrt(sq[j]));

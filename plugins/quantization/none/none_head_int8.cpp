@@ -16,6 +16,14 @@
 // So |y - s| <= c N + a with
 //      c = rho X + (1 + rho) R + g_e X + g_s (1 + rho) X^ + (sqrt(in) + 2) m,
 //      a = m (sqrt(in) X + in + nb + 12)   (8 m of it: slack for screen_interval's underflows).
+// Under compute = "bf16" (HeadChain::kPairs), x above is bf16(x) (nearest even, as the pair
+// kernels round it; the int8 row is made from it) and w the bf16 weights of the pair panels (the
+// copy, rho and N are made from them), so x.w is the real value of what the kernel multiplies,
+// and (1) and (3) hold as they stand. Only (2) changes: y is a chain of in / 2 + 1 vdpbf16ps
+// steps of two products, exact in f32, with at most two roundings each, inputs below m read as
+// zero and results below m flushed (none_head_bound.cpp's (3)): |y - x.w| <= g_e X N +
+// sqrt(in) m (N + X) + (2 in + 2) m with g_e = 2.02 (in + 2) u. So g_e takes that value and a
+// gains in + 2 m.
 // Sums in double, each result scaled by 1 + 2^-20 before rounding to float (the stored values are
 // at least the real ones). X <= 2^100 and X N_max <= 2^126 are required, so no chain overflows.
 #include "none_head_int8.hpp"
@@ -55,20 +63,19 @@ void int8_head_shape(const PanelView& w, Int8Head* h) {
   h->rho = 0.0F;
 }
 
-double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8Head* h) {
+double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8Head* h, bool pairs) {
   double worst = 0.0;
   const int64_t k4s = h->in_pad / 4;
   // Two passes over each panel in its own order (k-major, 16 outputs per k): the scales, then the
   // bytes and the residuals.
   for (int64_t p = p_begin; p < p_end; ++p) {
-    const int64_t base = p * w.in * kPanel;
     const int64_t live = std::min(kPanel, w.out - p * kPanel);
     float amax[kPanel] = {};
     bool finite[kPanel];
     std::fill_n(finite, kPanel, true);
     for (int64_t k = 0; k < w.in; ++k)
       for (int64_t j = 0; j < live; ++j) {
-        const auto v = static_cast<float>(panel_element(w, base + k * kPanel + j));
+        const auto v = static_cast<float>(weight_element(w, pairs, p, k, j));
         finite[j] = finite[j] && std::isfinite(v);
         amax[j] = std::max(amax[j], std::fabs(v));
       }
@@ -83,7 +90,7 @@ double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8
     uint8_t* q = h->q.data() + p * k4s * kPanel * 4;
     for (int64_t k = 0; k < w.in; ++k)
       for (int64_t j = 0; j < live; ++j) {
-        const auto v = static_cast<float>(panel_element(w, base + k * kPanel + j));
+        const auto v = static_cast<float>(weight_element(w, pairs, p, k, j));
         const int32_t qk = d[j] > 0.0F ? quantize(v, d[j]) : 0;
         q[((k / 4) * kPanel + j) * 4 + k % 4] = static_cast<uint8_t>(qk + 128);
         const double diff = static_cast<double>(v) - static_cast<double>(d[j]) * qk;
@@ -99,20 +106,24 @@ double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8
 }
 
 bool pack_int8_row(const float* x, int64_t in, int64_t in_pad, float rho, float max_norm, int8_t* q, float* e,
-                   int32_t* sum, RowBound* b) {
+                   int32_t* sum, RowBound* b, HeadChain chain) {
   if (in > (int64_t{1} << 16) || in_pad < in || in_pad % kInt8Block != 0 || !std::isfinite(rho)) return false;
+  const bool pairs = chain == HeadChain::kPairs;
+  // The row the bound is about: x, or bf16(x) as the pair kernels round it.
+  const auto value = [&](int64_t k) { return pairs ? loom::sdk::bf16_to_f32(loom::sdk::f32_to_bf16(x[k])) : x[k]; };
   double xx = 0, hh = 0, dd = 0;  // ||x||^2, ||x^||^2, ||x - x^||^2
   for (int64_t b0 = 0; b0 < in_pad; b0 += kInt8Block) {
     const int64_t end = std::min(in, b0 + kInt8Block);
     float amax = 0.0F;
     for (int64_t k = b0; k < end; ++k) {
-      if (!std::isfinite(x[k])) return false;
-      amax = std::max(amax, std::fabs(x[k]));
+      const float v = value(k);
+      if (!std::isfinite(v)) return false;
+      amax = std::max(amax, std::fabs(v));
     }
     const float d = scale_of(amax);
     int32_t s = 0;
     for (int64_t k = b0; k < b0 + kInt8Block; ++k) {
-      const float v = k < end ? x[k] : 0.0F;
+      const float v = k < end ? value(k) : 0.0F;
       const int32_t qk = d > 0.0F ? quantize(v, d) : 0;
       q[k] = static_cast<int8_t>(qk);
       s += qk;
@@ -128,9 +139,9 @@ bool pack_int8_row(const float* x, int64_t in, int64_t in_pad, float rho, float 
   if (!(nx <= 0x1p100) || !(nx * static_cast<double>(max_norm) <= 0x1p126)) return false;
   const double m = 0x1p-126, root = std::sqrt(static_cast<double>(in)), n = static_cast<double>(in);
   const double nb = static_cast<double>(in_pad / kInt8Block), r = rho;
-  const double g_e = 1.01 * n * 0x1p-24, g_s = 2.02 * (nb + 1) * 0x1p-24;
+  const double g_e = pairs ? 2.02 * (n + 2) * 0x1p-24 : 1.01 * n * 0x1p-24, g_s = 2.02 * (nb + 1) * 0x1p-24;
   const double c = r * nx + (1 + r) * nd + g_e * nx + g_s * (1 + r) * nh + (root + 2) * m;
-  const double a = m * (root * nx + n + nb + 12);
+  const double a = m * (root * nx + n + (pairs ? n + 2 : 0) + nb + 12);
   const float cf = round_up(c), af = round_up(a);
   if (!std::isfinite(cf) || !std::isfinite(af)) return false;
   b->c = cf;

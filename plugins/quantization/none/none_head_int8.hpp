@@ -22,6 +22,8 @@
 // (an exact int32); acc = fma(float(S_b), e_b, acc); then s = acc * d_o.
 // Bound (none_head_int8.cpp derives it): |y_o - s_o| <= c N_o + a with N_o = ||W[o]||_2 (the
 // same norms as the bf16 screen), c and a from the row (pack_int8_row); screen_interval applies it.
+// Under compute = "bf16" the copy is made from the pair panels' bf16 weights, the row from
+// bf16(x), and y is the pair kernels' vdpbf16ps chain (HeadChain::kPairs).
 #pragma once
 
 #include <cstdint>
@@ -46,14 +48,21 @@ struct Int8Head {
 void int8_head_shape(const PanelView& w, Int8Head* h);
 // Fills panels [p_begin, p_end) of h from w (disjoint ranges may run on different threads) and
 // returns their largest ||W[o] - d_o q_o|| / ||W[o]||, rounded up (0 for zero rows; infinity when
-// a weight is not finite).
-double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8Head* h);
+// a weight is not finite). `pairs`: w is compute bf16's pair panels (none_bf16.hpp), and W the
+// bf16 weights they hold.
+double int8_head_panels(const PanelView& w, int64_t p_begin, int64_t p_end, Int8Head* h, bool pairs = false);
+
+// Which chain linear computes, so which rounding the bound covers: the exact path's FMA chain on
+// x, or (kPairs) compute bf16's vdpbf16ps chain on bf16(x) and the bf16 weights.
+enum class HeadChain { kExact, kPairs };
 
 // Packs row x [in] into q [in_pad] (zero past in), e and sum [in_pad / 32], and writes its bound
-// for a head of ratio rho whose largest row norm is max_norm. False, with *b unset, when the bound
-// does not hold or is useless: x not finite, ||x|| max_norm near the float range, in beyond 2^16.
+// for a head of ratio rho whose largest row norm is max_norm. Under kPairs the row is rounded to
+// bf16 first (as the pair kernels round it) and quantized from that. False, with *b unset, when
+// the bound does not hold or is useless: x not finite, ||x|| max_norm near the float range, in
+// beyond 2^16.
 bool pack_int8_row(const float* x, int64_t in, int64_t in_pad, float rho, float max_norm, int8_t* q, float* e,
-                   int32_t* sum, RowBound* b);
+                   int32_t* sum, RowBound* b, HeadChain chain = HeadChain::kExact);
 
 // s[t * ss + 16 p + j] for rows t < n (row t of x: q + t * in_pad, e and sum + t * in_pad / 32)
 // and every lane j < 16 of panels [p_begin, p_end) of h; ss >= 16 h.n_panels.

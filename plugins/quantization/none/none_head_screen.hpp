@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "loom/sdk_half.hpp"
+#include "none_bf16.hpp"
 #include "none_panel.hpp"
 
 namespace loom_none {
@@ -32,6 +33,19 @@ inline double panel_element(const PanelView& w, int64_t i) {
   return w.dtype == LOOM_DTYPE_BF16 ? loom::sdk::bf16_to_f32(h) : loom::sdk::f16_to_f32(h);
 }
 
+// Weight (16 p + j, k) exactly: from the exact path's panels, or (`pairs`) from compute bf16's
+// pair panels (none_bf16.hpp: panel p's pair (k / 2, j) holds k even in its low half).
+inline double weight_element(const PanelView& w, bool pairs, int64_t p, int64_t k, int64_t j) {
+  if (!pairs) return panel_element(w, (p * w.in + k) * kPanel + j);
+  const uint32_t v = static_cast<const uint32_t*>(w.data)[(p * pairs_of(w.in) + k / 2) * kPanel + j];
+  return loom::sdk::bf16_to_f32(static_cast<uint16_t>(k % 2 != 0 ? v >> 16 : v));
+}
+
+// The bytes of one of w's panels: the exact path's, or (`pairs`) a pair panel's.
+inline int64_t stored_panel_bytes(const PanelView& w, bool pairs) {
+  return pairs ? pairs_of(w.in) * kPanel * 4 : panel_bytes(w);
+}
+
 // ||W[o]||_2 for every feature of a weight's panels, rounded up: n[16 p + j] (zero for the padding
 // of the last panel), and the largest.
 struct HeadNorms {
@@ -39,8 +53,9 @@ struct HeadNorms {
   float max = 0.0F;
 };
 
-// Writes norms[16 p + j] for the panels [p_begin, p_end) of w (its exact-path layout).
-void head_norms(const PanelView& w, int64_t p_begin, int64_t p_end, float* norms);
+// Writes norms[16 p + j] for the panels [p_begin, p_end) of w (the exact path's layout, or
+// compute bf16's pair panels: `pairs`).
+void head_norms(const PanelView& w, int64_t p_begin, int64_t p_end, float* norms, bool pairs = false);
 
 // The bound of one row: |y_o - s_o| <= c * N_o + a.
 struct RowBound {

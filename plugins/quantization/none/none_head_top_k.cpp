@@ -16,10 +16,10 @@ constexpr int64_t kShareAlign = 4;
 
 }  // namespace
 
-HeadNorms HeadTopK::norms_of(const loom::sdk::Host& host, const PanelView& w) {
+HeadNorms HeadTopK::norms_of(const loom::sdk::Host& host, const PanelView& w, bool pairs) {
   HeadNorms h;
   h.n.assign(static_cast<size_t>(w.n_panels * kPanel), 0.0F);
-  host.parallel_for(w.n_panels, [&](int64_t begin, int64_t end) { head_norms(w, begin, end, h.n.data()); });
+  host.parallel_for(w.n_panels, [&](int64_t begin, int64_t end) { head_norms(w, begin, end, h.n.data(), pairs); });
   for (const float v : h.n) h.max = std::isfinite(v) ? std::max(h.max, v) : INFINITY;
   return h;
 }
@@ -32,8 +32,9 @@ HeadTopK::PerThread& HeadTopK::thread_scratch(int32_t thread) {
 
 #if defined(__x86_64__) && defined(__GNUC__)
 
-bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, Scans scans,
-                      const float* x, int64_t t, int32_t k, int32_t* ids, float* values) {
+bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms,
+                      const Screening& how, const float* x, int64_t t, int32_t k, int32_t* ids, float* values) {
+  const Scans scans = how.scans;
   const auto threshold = scans == Scans::kAvx512 ? screen_threshold_avx512
                          : scans == Scans::kAvx2 ? screen_threshold_avx2
                                                  : screen_threshold_portable;
@@ -60,7 +61,7 @@ bool HeadTopK::refine(PerThread& pt, PanelGemm exact, const PanelView& w, const 
     const int64_t o = pt.ids[static_cast<size_t>(c)], p = o / kPanel;
     if (p != done) {
       const PanelView one{w.dtype, std::min(kPanel, w.out - p * kPanel), w.in, 1,
-                          static_cast<const char*>(w.data) + p * panel_bytes(w)};
+                          static_cast<const char*>(w.data) + p * stored_panel_bytes(w, how.pairs)};
       exact(one, 0, 1, x, w.in, 1, pt.panel, kPanel, pt.gemm.data());
       done = p;
     }
@@ -85,13 +86,16 @@ bool HeadTopK::pack_rows(const PanelView& w, const HeadNorms& norms, const Scree
   } else {
     xp_.resize(static_cast<size_t>(m * pairs_of(w.in)));
   }
+  if (h == nullptr && how.pairs)
+    throw loom::sdk::Error(LOOM_ERR_INTERNAL, "the bf16 screen reads the exact panels, not pair panels");
   bool any = false;
   for (int64_t t = 0; t < m; ++t) {
     RowBound* b = &bounds_[static_cast<size_t>(t)];
     const bool ok = h != nullptr
                         ? pack_int8_row(x + t * xs, w.in, h->in_pad, h->rho, norms.max, xq_.data() + t * h->in_pad,
                                         xe_.data() + t * (h->in_pad / kInt8Block),
-                                        xsum_.data() + t * (h->in_pad / kInt8Block), b)
+                                        xsum_.data() + t * (h->in_pad / kInt8Block), b,
+                                        how.pairs ? HeadChain::kPairs : HeadChain::kExact)
                         : pack_screen_row(x + t * xs, w.in, w.dtype, norms.max, xp_.data() + t * pairs_of(w.in), b);
     full_[static_cast<size_t>(t)] = ok ? 0 : 1;
     any = any || ok;
@@ -127,7 +131,7 @@ void HeadTopK::screened(const loom::sdk::Host& host, PanelGemm exact, const Pane
         for (int64_t t = begin; t < end; ++t) {
           uint8_t& full = full_[static_cast<size_t>(t)];
           if (full == 0)
-            full = refine(pt, exact, w, norms, how.scans, xc + t * xs, t, k, ic + t * k, vc + t * k) ? 0 : 1;
+            full = refine(pt, exact, w, norms, how, xc + t * xs, t, k, ic + t * k, vc + t * k) ? 0 : 1;
         }
       });
     }

@@ -32,10 +32,13 @@ using LinearRows = std::function<void(const float* x, int64_t xs, int64_t n, flo
 // Which screen runs: the int8 copy and its kernel, or (int8 == nullptr) the bf16 screen on the
 // exact panels (AVX512-BF16 only); and which form of the scans (the same answers from each).
 enum class Scans { kPortable, kAvx2, kAvx512 };
+// `pairs`: the head is compute bf16's pair panels and linear the pair kernels (int8 screen only:
+// the copy made from those panels, rows bounded as HeadChain::kPairs).
 struct Screening {
   const Int8Head* int8 = nullptr;
   Int8Screen int8_kernel = nullptr;
   Scans scans = Scans::kPortable;
+  bool pairs = false;
 };
 
 class HeadTopK {
@@ -50,7 +53,7 @@ class HeadTopK {
 
   // The norms of w (head_norms over the host's threads) and their largest (infinite when one is
   // not finite, so no row passes pack_screen_row).
-  static HeadNorms norms_of(const loom::sdk::Host& host, const PanelView& w);
+  static HeadNorms norms_of(const loom::sdk::Host& host, const PanelView& w, bool pairs = false);
 
   // Screened selection for rows [0, n) of x into ids/values [n][k]; `exact` is the kernel linear
   // computes with. The bf16 screen and AVX-512 scans only after cpu_has_avx512_bf16() and
@@ -75,7 +78,7 @@ class HeadTopK {
   PerThread& thread_scratch(int32_t thread);
   // Row t of the chunk: candidates, their exact values, the selection. False: the row needs a
   // full linear.
-  bool refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, Scans scans,
+  bool refine(PerThread& pt, PanelGemm exact, const PanelView& w, const HeadNorms& norms, const Screening& how,
               const float* x, int64_t t, int32_t k, int32_t* ids, float* values);
   // Packs the chunk's rows for the screen and marks in full_ those it cannot bound; true when any
   // row is screened.

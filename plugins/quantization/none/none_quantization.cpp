@@ -14,10 +14,10 @@
 // compute = "bf16" (opt-in, none_bf16.hpp) trades those bits for AVX512-BF16 dot products on
 // weights and activations rounded to bfloat16; batched == alone still holds within the mode.
 // linear_top_k (interface 1.5, none_head_top_k.hpp) selects a head's largest outputs with linear's
-// bits; on the exact path it screens every output under a rigorous bound and computes only the
-// candidates exactly: by default from an int8 copy of the head made at load (none_head_int8.hpp;
-// any AVX2 CPU), or with head_screen = "bf16" in bf16 on the exact panels (AVX512-BF16 CPUs, no
-// copy). The head's norms are kept from load for either.
+// bits: it screens every output under a rigorous bound and computes only the candidates exactly:
+// by default from an int8 copy of the head made at load (none_head_int8.hpp; any AVX2 CPU; under
+// compute = "bf16" too, against its products), or with head_screen = "bf16" in bf16 on the exact
+// panels (AVX512-BF16 CPUs, no copy; exact path only). The head's norms are kept from load.
 // Written against the C ABI directly (not sdk.hpp) because supports() must give its reason in the
 // error buffer while returning LOOM_OK with *ok = 0, which sdk.hpp's supports(dtype, ok) cannot.
 #include <algorithm>
@@ -98,9 +98,10 @@ struct Weight {
   loom_none::Int8Head int8;
 };
 
-// How linear_top_k screens on this CPU, if it does (`on`): on the exact path only; the int8 screen
-// on AVX2 (its VNNI kernel where allowed and present), the bf16 one on AVX512-BF16 with every
-// kernel allowed. The start-up log says which, or why none.
+// How linear_top_k screens on this CPU, if it does (`on`): the int8 screen on AVX2 (its VNNI
+// kernel where allowed and present), on the exact path or compute bf16's pair panels; the bf16
+// one on the exact path, on AVX512-BF16 with every kernel allowed. The start-up log says which,
+// or why none.
 struct ScreenChoice {
   bool on = false;
   bool int8 = false;
@@ -111,11 +112,13 @@ ScreenChoice choose_screen(const loom::sdk::Host& host, const Options& opt, bool
   ScreenChoice c;
 #ifdef LOOM_NONE_HAVE_AVX2
   const bool all = opt.simd == loom_quant::kSimdAuto;
-  if (bf16) {
-    host.log(LOOM_LOG_INFO, "quantization none: compute bf16: the head's selection takes whole rows (no head_screen)");
+  if (opt.head_screen == HeadScreen::kOff) return c;
+  if (bf16 && opt.head_screen == HeadScreen::kBf16) {
+    // The bf16 screen reads the exact path's panels, which compute bf16 does not keep.
+    host.log(LOOM_LOG_WARN, "quantization none: head_screen = \"bf16\" screens the exact path only; under compute "
+                            "= \"bf16\" the head's selection takes whole rows (head_screen = \"int8\" screens it)");
     return c;
   }
-  if (opt.head_screen == HeadScreen::kOff) return c;
   if (opt.head_screen == HeadScreen::kBf16) {
     if (all && loom_none::cpu_has_avx512_bf16()) {
       c.on = true;
@@ -136,7 +139,9 @@ ScreenChoice choose_screen(const loom::sdk::Host& host, const Options& opt, bool
   const bool vnni = all && loom_none::cpu_has_avx512_vnni();
   c.how.int8_kernel = vnni ? loom_none::head_screen_int8_vnni : loom_none::head_screen_int8_avx2;
   c.how.scans = all && loom_none::cpu_has_avx512f() ? loom_none::Scans::kAvx512 : loom_none::Scans::kAvx2;
+  c.how.pairs = bf16;  // the copy made from the pair panels, bounded against the pair kernels' chain
   host.log(LOOM_LOG_INFO, "quantization none: head screen int8 (", vnni ? "AVX512-VNNI" : "AVX2",
+           bf16 ? ", against compute bf16's products" : "",
            "; an int8 copy of the classifier head is kept beside it)");
 #else
   (void)host, (void)opt, (void)bf16;
@@ -158,7 +163,7 @@ class NoneQuantization {
                 "how the classifier head's top-k selection screens its outputs before computing the few that "
                 "can win exactly (same tokens and bits either way): \"int8\" (default): from an int8 copy of "
                 "the head (half an f16 head's bytes more memory, any AVX2 CPU); \"bf16\": on the exact "
-                "panels with AVX512-BF16 (no copy); \"off\": every output computed");
+                "panels with AVX512-BF16 (no copy; compute = \"exact\" only); \"off\": every output computed");
     return spec;
   }
 
@@ -334,13 +339,14 @@ class NoneQuantization {
   // The screen's data for a head: its norms and, for the int8 screen, its int8 copy (each thread
   // quantizes a share of the panels).
   void prepare_screen(Weight& weight) const {
-    weight.norms = loom_none::HeadTopK::norms_of(host_, weight.view);
+    const bool pairs = screen_.how.pairs;
+    weight.norms = loom_none::HeadTopK::norms_of(host_, weight.view, pairs);
     if (!screen_.int8) return;
     loom_none::int8_head_shape(weight.view, &weight.int8);
     std::mutex mutex;
     double rho = 0.0;
     host_.parallel_for(weight.view.n_panels, [&](int64_t begin, int64_t end) {
-      const double r = loom_none::int8_head_panels(weight.view, begin, end, &weight.int8);
+      const double r = loom_none::int8_head_panels(weight.view, begin, end, &weight.int8, pairs);
       const std::lock_guard<std::mutex> lock(mutex);
       rho = std::max(rho, r);
     });
