@@ -167,55 +167,13 @@ TEST(NoneHeadBound, NormsAreRoundedUpByLittle) {
 }
 
 #if defined(__x86_64__) && defined(__GNUC__)
-// The screened path on its own: select_top_k over the exact kernel's rows, and which rows it had to
-// hand to linear (counted through the LinearRows it is given). `how` without int8 gets the head's
-// int8 copy filled in when `int8` is set.
+// HeadTopK::screened on heads in the exact path's panels (none_screen_test_support.hpp).
 void check_screened(loom_none::Screening how, bool int8, loom_none::PanelGemm exact) {
-  std::mt19937_64 rng(31);
-  std::uniform_real_distribution<float> u(-1.0F, 1.0F);
-  const int64_t out = 3001, in = 130, n = 70;  // two chunks of rows
-  const loom::sdk::Host host(nullptr);  // parallel_for runs inline, one thread
-  for (const bool all_equal : {false, true}) {
-    std::vector<float> src(static_cast<size_t>(out * in)), x(static_cast<size_t>(n * in));
-    for (auto& e : src) e = u(rng);
-    for (auto& e : x) e = u(rng);
-    if (all_equal)
-      for (int64_t o = 1; o < out; ++o) std::copy_n(src.begin(), in, src.begin() + o * in);
-    x[67 * in + 5] = NAN;  // row 67, in the second chunk: a NaN screen
-    for (const loom_dtype dtype : {LOOM_DTYPE_F32, LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
-      const Head h = make_head(src, dtype, out, in);
-      const loom_none::HeadNorms norms = loom_none::HeadTopK::norms_of(host, h.view);
-      loom_none::Int8Head copy;
-      if (int8) {
-        loom_none::int8_head_shape(h.view, &copy);
-        copy.rho = static_cast<float>(loom_none::int8_head_panels(h.view, 0, h.view.n_panels, &copy));
-        how.int8 = &copy;
-      }
-      int64_t by_linear = 0;
-      const loom_none::LinearRows linear = [&](const float* xr, int64_t xs, int64_t m, float* y) {
-        by_linear += m;
-        std::vector<float> scratch(static_cast<size_t>(loom_none::scratch_floats(m, in)));
-        exact(h.view, 0, h.view.n_panels, xr, xs, m, y, out, scratch.data());
-      };
-      std::vector<float> y(static_cast<size_t>(n * out));
-      linear(x.data(), in, n, y.data());
-      by_linear = 0;
-      for (const int32_t k : {1, 5, 40}) {
-        loom_none::HeadTopK top(1);
-        std::vector<int32_t> ids(static_cast<size_t>(n * k), -1), want_ids(ids.size());
-        std::vector<float> values(ids.size(), -1.0F), want_values(ids.size());
-        top.screened(host, exact, h.view, norms, how, x.data(), in, n, k, ids.data(), values.data(), linear);
-        for (int64_t t = 0; t < n; ++t)
-          loom::sdk::select_top_k(y.data() + t * out, out, k, want_ids.data() + t * k, want_values.data() + t * k);
-        const std::string at = std::string(name_of(dtype)) + " k " + std::to_string(k) +
-                               (all_equal ? ", all rows equal" : "") + (int8 ? ", int8" : ", bf16");
-        EXPECT_EQ(ids, want_ids) << at;
-        EXPECT_EQ(std::memcmp(values.data(), want_values.data(), values.size() * sizeof(float)), 0) << at;
-        EXPECT_EQ(by_linear, all_equal ? n : 1) << at << ": rows computed by linear";
-        by_linear = 0;
-      }
-    }
-  }
+  loom_none_test::check_screened(how, int8, exact, [](const std::vector<float>& src, loom_dtype dtype, int64_t out,
+                                                      int64_t in) {
+    auto h = std::make_shared<Head>(make_head(src, dtype, out, in));
+    return loom_none_test::HeadUnderTest{h->view, h};
+  });
 }
 
 TEST(NoneHeadTopK, ScreenedSettlesRowsAndHandsTheRestToLinear) {
