@@ -78,7 +78,7 @@ block_size = 4
   json prompt = json::array({1});
   for (int t = 0; t < 13; ++t) prompt.push_back(300 + t);
   complete(server, prompt, 2);
-  ASSERT_TRUE(wait_for([&] { return server.metrics().at("loom:request_success_total") == 1; }));
+  ASSERT_EQ(server.metrics().at("loom:request_success_total"), 1);  // booked before the reply
   const auto before = server.metrics();
   EXPECT_EQ(before.at("loom:prefix_cache_hits_total"), 0);
   EXPECT_GE(before.at("loom:prefix_cache_queries_total"), 14);
@@ -86,7 +86,7 @@ block_size = 4
   EXPECT_GE(before.at("loom:kv_cache_cached_blocks"), 3);
 
   complete(server, prompt, 2);
-  ASSERT_TRUE(wait_for([&] { return server.metrics().at("loom:request_success_total") == 2; }));
+  ASSERT_EQ(server.metrics().at("loom:request_success_total"), 2);  // booked before the reply
   const auto after = server.metrics();
   EXPECT_GE(after.at("loom:prefix_cache_hits_total"), 12);
   EXPECT_GT(after.at("loom:prefix_cache_queries_total"), before.at("loom:prefix_cache_queries_total"));

@@ -405,7 +405,8 @@ void tile(const TileArgs& a, TileScratch& s) {
     // above come too late to hide memory's latency on decode rows (measured: the loads of K and
     // V rows took the samples), and a block's rows of H heads lie in one span. Inline, K and V in
     // step, and not for the first blocks: each form was measured faster than the alternative.
-    if (b + kBlocksAhead <= last_block) {
+    // With one head the unit prefetches already reach kAhead = kBlocksAhead blocks ahead.
+    if (H > 1 && b + kBlocksAhead <= last_block) {
       const int32_t nb = b + kBlocksAhead;
       const int64_t span = (H - 1) * k_head_bytes + row_bytes, v_span = (H - 1) * v_head_bytes + row_bytes;
       for (int32_t j = 0; j < live_rows(nb); ++j) {
