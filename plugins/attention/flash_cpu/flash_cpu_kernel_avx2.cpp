@@ -10,8 +10,9 @@
 //   * the next KV block of the head is prefetched while the current one is folded, because the
 //     rows of one head are KVH * head_dim elements apart and a paged table jumps between blocks,
 //     which the hardware prefetchers do not follow; the blocks two ahead are prefetched into L2
-//     whole (all the item's heads), which a decode row needs to keep memory's latency hidden
-//     (loom-bench-attention, 125m decode 8x1 @300, bf16 KV, 2 threads: 8.3-10.4 -> 6.1-7.0 ms).
+//     whole (all the item's heads), spread over the block-heads folded meanwhile, which a decode
+//     row needs to keep memory's latency hidden (loom-bench-attention, 125m decode 8x1 @300,
+//     bf16 KV, 2 threads: 8.3-10.4 -> 4.1-5.6 ms over two changes).
 //   * rows are folded in groups of up to 6 (rows of one KV head with the same causal key count:
 //     all of them, except in the block holding their own positions) that share every K and V
 //     load, like a GEMM micro-kernel. Scores are dot products along head_dim, read from the K rows
@@ -259,13 +260,26 @@ inline void values_pass(float* const* acc, const float* alpha, const float* w, i
     const __m256 va = _mm256_set1_ps(alpha[r]);
     for (int c = 0; c < kChunks; ++c) a[r][c] = _mm256_mul_ps(_mm256_loadu_ps(acc[r] + d + 8 * c), va);
   }
+  // The accumulators fill up to 12 of the 16 ymm registers, so the loop keeps live whichever of
+  // the rows' weights or the V chunks are fewer: holding both (R + kChunks more) spilled an
+  // accumulator to the stack, and its chain then waited on a store-forward every key
+  // (loom-bench-attention, 125m decode 8x1 @300 with the KV in cache, 1 thread: 4.1 -> 3.7 ms).
   for (int32_t j = 0; j < n; ++j) {
     const char* vj = v.row(j);
-    __m256 vv[kChunks];
-    for (int c = 0; c < kChunks; ++c) vv[c] = load8<kDtype>(vj, d + 8 * c, fp8);
-    for (int r = 0; r < R; ++r) {
-      const __m256 x = _mm256_broadcast_ss(w + r * lds + j);
-      for (int c = 0; c < kChunks; ++c) a[r][c] = _mm256_fmadd_ps(x, vv[c], a[r][c]);
+    if constexpr (R <= 3) {
+      __m256 x[R];
+      for (int r = 0; r < R; ++r) x[r] = _mm256_broadcast_ss(w + r * lds + j);
+      for (int c = 0; c < kChunks; ++c) {
+        const __m256 vv = load8<kDtype>(vj, d + 8 * c, fp8);
+        for (int r = 0; r < R; ++r) a[r][c] = _mm256_fmadd_ps(x[r], vv, a[r][c]);
+      }
+    } else {
+      __m256 vv[kChunks];
+      for (int c = 0; c < kChunks; ++c) vv[c] = load8<kDtype>(vj, d + 8 * c, fp8);
+      for (int r = 0; r < R; ++r) {
+        const __m256 x = _mm256_broadcast_ss(w + r * lds + j);
+        for (int c = 0; c < kChunks; ++c) a[r][c] = _mm256_fmadd_ps(x, vv[c], a[r][c]);
+      }
     }
   }
   for (int r = 0; r < R; ++r)
@@ -401,25 +415,28 @@ void tile(const TileArgs& a, TileScratch& s) {
     const char* kb = k_block(b);
     const char* vb = v_block(b);
     const int32_t first = b * bs;
-    // kBlocksAhead blocks ahead, the item's whole run of heads into L2: the unit prefetches
-    // above come too late to hide memory's latency on decode rows (measured: the loads of K and
-    // V rows took the samples), and a block's rows of H heads lie in one span. Inline, K and V in
-    // step, and not for the first blocks: each form was measured faster than the alternative.
-    // With one head the unit prefetches already reach kAhead = kBlocksAhead blocks ahead.
-    if (H > 1 && b + kBlocksAhead <= last_block) {
-      const int32_t nb = b + kBlocksAhead;
-      const int64_t span = (H - 1) * k_head_bytes + row_bytes, v_span = (H - 1) * v_head_bytes + row_bytes;
-      for (int32_t j = 0; j < live_rows(nb); ++j) {
-        const char* kr = k_block(nb) + j * k_stride;
-        const char* vr = v_block(nb) + j * v_stride;
-        for (int64_t o = 0; o < std::max(span, v_span); o += 64) {
-          if (o < span) _mm_prefetch(kr + o, _MM_HINT_T1);
-          if (o < v_span) _mm_prefetch(vr + o, _MM_HINT_T1);
-        }
-      }
-    }
     for (int32_t h = 0; h < H; ++h) {
       prefetch_unit(b * H + h + kAhead);
+      // kBlocksAhead blocks ahead, the item's whole run of heads into L2: the unit prefetches
+      // come too late to hide memory's latency on decode rows (measured: the loads of K and V
+      // rows took the samples), and a block's rows of H heads lie in one span. Each block-head
+      // issues 1/H of those rows, K and V in step: issued all at once at the block's start, they
+      // filled the miss buffers and the prefetch instructions themselves stalled the fold
+      // (loom-bench-attention, 2 threads, bf16 KV: 125m decode 8x1 @300 6.8 -> 4.3 ms, 32x1
+      // 30.6 -> 19.1 ms). Not for the first blocks: measured faster than prefetching them too.
+      // With one head the unit prefetches already reach kAhead = kBlocksAhead blocks ahead.
+      if (H > 1 && b + kBlocksAhead <= last_block) {
+        const int32_t nb = b + kBlocksAhead, live_nb = live_rows(nb);
+        const int64_t span = (H - 1) * k_head_bytes + row_bytes, v_span = (H - 1) * v_head_bytes + row_bytes;
+        for (int32_t j = live_nb * h / H; j < live_nb * (h + 1) / H; ++j) {
+          const char* kr = k_block(nb) + j * k_stride;
+          const char* vr = v_block(nb) + j * v_stride;
+          for (int64_t o = 0; o < std::max(span, v_span); o += 64) {
+            if (o < span) _mm_prefetch(kr + o, _MM_HINT_T1);
+            if (o < v_span) _mm_prefetch(vr + o, _MM_HINT_T1);
+          }
+        }
+      }
       const int32_t live = live_rows(b);
       const BlockRows k{kb + h * k_head_bytes, k_stride, block_scale(kb, h), row_scales(kb, h, live, s.k_row_scales)};
       const BlockRows v{vb + h * v_head_bytes, v_stride, block_scale(vb, h), row_scales(vb, h, live, s.v_row_scales)};
