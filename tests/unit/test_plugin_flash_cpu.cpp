@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "core/common/error.hpp"
@@ -228,31 +229,43 @@ TEST_F(FlashCpu, EncodedKvPoolsAgreeAcrossKernelsAndStayNearF32) {
   }
 }
 
-TEST_F(FlashCpu, F16PoolHoldsTheSdkEncodingOfEveryValue) {
-  // The SIMD kernel's writer encodes 8 values at a time with F16C; the pool must hold exactly what
-  // sdk::kv::write_row writes: halfway cases, f16 subnormals, overflow, infinities, signed zeros
-  // and NaN (in a group of 8 and in the tail of head_dim 12).
+TEST_F(FlashCpu, HalfPoolsHoldTheSdkEncodingOfEveryValue) {
+  // The SIMD kernel's writers encode 8 values at a time (F16C for f16, integer rounding for
+  // bf16); the pool must hold exactly what sdk::kv::write_row writes: halfway cases of both
+  // formats (ties to even up and down), subnormals, overflow, infinities, signed zeros and NaN
+  // with and without a payload in the bits bf16 drops (in a group of 8 and in the tail of
+  // head_dim 12).
+  const auto bits = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+  };
   const float specials[] = {0.0f, -0.0f, 1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 0x1p-25f, 0x1.8p-24f, 3e-5f,
                             -0x1p-15f, 65519.0f, 65520.0f, 70000.0f, -1e9f, INFINITY, -INFINITY, NAN,
-                            0.1f, -2.5e-6f, 2049.0f, 4097.0f, 0x1.ffep-15f, 1e-30f, -65504.0f, 0.333333f};
-  OneSeq s(2, 1, 12, 3);
-  s.kv_dtype = LOOM_DTYPE_F16;
+                            0.1f, -2.5e-6f, 2049.0f, 4097.0f, 0x1.ffep-15f, 1e-30f, -65504.0f, 0.333333f,
+                            1.0f + 0x1p-8f, 1.0f + 0x3p-8f, -(1.0f + 0x1p-8f), 1.0f + 0x1.02p-8f, bits(0x7f7fffffu),
+                            bits(0x7f7f8000u), bits(0x00008000u), bits(0x80018000u), bits(0x7f800001u),
+                            bits(0xffc00001u), bits(0x7fbfffffu), 3.4e38f, -1e-40f};
   const size_t n = std::size(specials);
-  for (size_t i = 0; i < s.k.size(); ++i) s.k[i] = specials[i % n];
-  for (size_t i = 0; i < s.v.size(); ++i) s.v[i] = specials[(i * 7 + 3) % n];
-  for (size_t i = 0; i < s.q.size(); ++i) s.q[i] = 0.25f;
-  s.run(*make(2, 1, 12, R"({"simd": "auto"})", LOOM_DTYPE_F16));
-  std::vector<char> k_want(s.k_pool.size(), 0), v_want(s.v_pool.size(), 0);
-  const int64_t block = sdk::kv::block_bytes(LOOM_DTYPE_F16, s.bs, 1, 12);
-  for (int32_t t = 0; t < s.T; ++t) {
-    const int32_t slot = s.slots[size_t(t)];
-    sdk::kv::write_row(LOOM_DTYPE_F16, k_want.data() + (slot / s.bs) * block, slot % s.bs, 0, &s.k[size_t(t * 12)],
-                       s.bs, 1, 12);
-    sdk::kv::write_row(LOOM_DTYPE_F16, v_want.data() + (slot / s.bs) * block, slot % s.bs, 0, &s.v[size_t(t * 12)],
-                       s.bs, 1, 12);
+  for (const loom_dtype dtype : {LOOM_DTYPE_F16, LOOM_DTYPE_BF16}) {
+    OneSeq s(2, 1, 12, 3);
+    s.kv_dtype = dtype;
+    for (size_t i = 0; i < s.k.size(); ++i) s.k[i] = specials[i % n];
+    for (size_t i = 0; i < s.v.size(); ++i) s.v[i] = specials[(i * 7 + 3) % n];
+    for (size_t i = 0; i < s.q.size(); ++i) s.q[i] = 0.25f;
+    s.run(*make(2, 1, 12, R"({"simd": "auto"})", dtype));
+    std::vector<char> k_want(s.k_pool.size(), 0), v_want(s.v_pool.size(), 0);
+    const int64_t block = sdk::kv::block_bytes(dtype, s.bs, 1, 12);
+    for (int32_t t = 0; t < s.T; ++t) {
+      const int32_t slot = s.slots[size_t(t)];
+      sdk::kv::write_row(dtype, k_want.data() + (slot / s.bs) * block, slot % s.bs, 0, &s.k[size_t(t * 12)], s.bs,
+                         1, 12);
+      sdk::kv::write_row(dtype, v_want.data() + (slot / s.bs) * block, slot % s.bs, 0, &s.v[size_t(t * 12)], s.bs,
+                         1, 12);
+    }
+    EXPECT_EQ(s.k_pool, k_want) << sdk::kv::dtype_name(dtype);
+    EXPECT_EQ(s.v_pool, v_want) << sdk::kv::dtype_name(dtype);
   }
-  EXPECT_EQ(s.k_pool, k_want);
-  EXPECT_EQ(s.v_pool, v_want);
 }
 
 TEST_F(FlashCpu, RefusesWhatItCannotDo) {

@@ -293,9 +293,11 @@ class FlashCpuAttention {
           // Encoded pools are written through the SDK block layout (scales after the data).
           char* block = static_cast<char*>(cache->data) + (slot / bs) * cache->strides[0] * es;
 #if defined(__x86_64__) && defined(__GNUC__)
-          if (args_.kv_dtype == LOOM_DTYPE_F16 && kernel_ == fc::tile_avx2) {  // F16C, write_row's bits
+          const bool half = args_.kv_dtype == LOOM_DTYPE_F16 || args_.kv_dtype == LOOM_DTYPE_BF16;
+          if (half && kernel_ == fc::tile_avx2) {  // 8 values at a time, write_row's bits
             auto* dst = reinterpret_cast<uint16_t*>(block) + ((slot % bs) * args_.n_kv_heads + h) * D;
-            fc::encode_f16_avx2(row(*src, t, h), dst, static_cast<int32_t>(D));
+            (args_.kv_dtype == LOOM_DTYPE_F16 ? fc::encode_f16_avx2 : fc::encode_bf16_avx2)(row(*src, t, h), dst,
+                                                                                             static_cast<int32_t>(D));
             continue;
           }
 #endif

@@ -87,6 +87,9 @@ void tile_avx2(const TileArgs& args, TileScratch& scratch);
 // out[0..n) = x as f16, 8 at a time by F16C (round to nearest even): the bits of
 // sdk::f32_to_f16 for every value, NaN included (a group of 8 holding a NaN goes through it).
 void encode_f16_avx2(const float* x, uint16_t* out, int32_t n);
+// out[0..n) = x as bf16, 8 at a time by integer rounding: the bits of sdk::f32_to_bf16 for every
+// value (round to nearest even, NaN kept quiet).
+void encode_bf16_avx2(const float* x, uint16_t* out, int32_t n);
 #endif
 
 // The portable kernel, or the AVX2+FMA+F16C one when `allow_simd` and the CPU has them.
