@@ -35,6 +35,7 @@ std::string read_content(const Json& message, const std::string& field, bool may
     }
     const auto part_text = read_string(part, "text", name + ".text");
     if (!part_text) throw bad_field(name + ".text", "'" + name + ".text' is required");
+    if (i > 0) text += "\n";  // as vLLM joins the text parts
     text += *part_text;
   }
   return text;

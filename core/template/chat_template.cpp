@@ -1,6 +1,7 @@
 #include "core/template/chat_template.hpp"
 
 #include <array>
+#include <regex>
 
 #include "core/common/error.hpp"
 #include "core/formats/gguf_file.hpp"
@@ -12,7 +13,12 @@ ChatTemplate::ChatTemplate(const std::string& source, std::string bos_token, std
     : template_(source, std::move(name)),
       source_(source),
       bos_token_(std::move(bos_token)),
-      eos_token_(std::move(eos_token)) {}
+      eos_token_(std::move(eos_token)) {
+  // `for part in message['content']`, `for c in m.content`, `for x in message["content"] | ...`:
+  // the test is textual, like vLLM's (which walks the parsed template for such a loop).
+  static const std::regex loop_over_content(R"(for\s+\w+(\s*,\s*\w+)?\s+in\s+\w+\s*(\[\s*['"]content['"]\s*\]|\.content\b))");
+  takes_content_parts_ = std::regex_search(source_, loop_over_content);
+}
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& extra_kwargs) const {

@@ -30,6 +30,13 @@ class ChatTemplate {
   std::string render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                      const nlohmann::ordered_json& extra_kwargs = nlohmann::ordered_json::object()) const;
 
+  // Whether the template walks a message's content as a list of parts (a for loop over some
+  // variable's ['content'] or .content, as multimodal templates do). Most templates instead add
+  // content to strings, and a list there either fails or prints wrongly (SmolLM3's becomes "",
+  // Llama 3.1 prints a tool message's list as JSON); the server gives those templates the text
+  // parts joined by "\n", as vLLM does for its "string" content format.
+  bool takes_content_parts() const { return takes_content_parts_; }
+
   const std::string& bos_token() const { return bos_token_; }
   // The Jinja text: what the server reads a model's reasoning and tool-call formats from.
   const std::string& source() const { return source_; }
@@ -43,6 +50,7 @@ class ChatTemplate {
   std::string bos_token_;
   std::string eos_token_;
   std::function<std::time_t()> clock_;
+  bool takes_content_parts_ = false;
 };
 
 // What a model's files say about its chat template.

@@ -232,7 +232,7 @@ TEST(ServerRequestParsing, ChatMessages) {
     "max_tokens": 5, "max_completion_tokens": 9})");
   ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[0].role, "system");
-  EXPECT_EQ(r.messages[1].content, "Hi there");
+  EXPECT_EQ(r.messages[1].content, "Hi \nthere");  // text parts joined by "\n", as vLLM joins them
   EXPECT_EQ(r.messages[2].role, "assistant");
   EXPECT_EQ(r.messages[2].content, "");
   EXPECT_EQ(r.messages[3].role, "system");  // developer is OpenAI's new name for system
