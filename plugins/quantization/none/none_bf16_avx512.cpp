@@ -111,12 +111,14 @@ void pack_rows(const float* x, int64_t xs, int64_t mn, int64_t k0, int64_t kn, u
 
 // c[(g * GR + r) * ldc + 16 p + j] (p < P panels, ps pairs apart) continues its chain over kpn
 // pair steps: c = dpbf16(c, x pair, w pair) with the pair xp[g * GR * kpn + kp * GR + r] and
-// w[p * ps + kp * 16 + j]. `first` starts at 0. kStream: the tile that reads the panels' block
+// w[p * ps + kp * 16 + j]. `first` starts at 0. kStream: the tile that reads two panels' block
 // from memory (the first of the row block) asks for the line kStreamAhead bytes ahead of each it
 // reads, as the exact path's prefill tile does: each pair step takes a 64-byte line of every
 // panel, about 19 GB/s a core at this kernel's rate, more than the hardware prefetchers kept up
 // with (the kernel on llama-125m's shapes, 1 thread, Zen 4, alternating builds, medians of 5:
-// a weight read from memory 81.2 -> 87.1 GMAC/s, one in cache 92.1 -> 97.5).
+// a weight read from memory 81.2 -> 87.1 GMAC/s, one in cache 92.1 -> 97.5). Only the two-panel
+// tiles stream: with the one-panel and short-group tiles streaming too, GCC spilled a weight
+// register of the two-panel loop to the stack.
 template <int NG, int GR, int P, bool kStream = false>
 inline __attribute__((always_inline)) void micro(const uint32_t* w, int64_t ps, const uint32_t* xp, int64_t kpn,
                                                  float* c, int64_t ldc, bool first) {
@@ -169,10 +171,7 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const uint32_
     float* yp = y + p * kPanel;
     loom_none::for_each_row_tile<4>(whole, [&]<int NG, int GR>(int64_t b0) {
       loom_none::on_panel_columns<NG * GR>(yp + b0 * ys, ys, cols_at(p), first, [&](float* c, int64_t ldc) {
-        if (b0 == 0)
-          micro<NG, GR, 1, true>(wp, ps, xp + b0 * kpn, kpn, c, ldc, first);
-        else
-          micro<NG, GR, 1>(wp, ps, xp + b0 * kpn, kpn, c, ldc, first);
+        micro<NG, GR, 1>(wp, ps, xp + b0 * kpn, kpn, c, ldc, first);
       });
     });
   }
@@ -180,17 +179,12 @@ void row_block(const PanelView& w, int64_t p_begin, int64_t p_end, const uint32_
   float* ys0 = y + whole * ys;
   loom_none::for_each_short_group_tile<8, 6, 4, 4, 4>(mn - whole, p_begin, p_end, full, [&]<int R, int P>(int64_t q) {
     const uint32_t* wp = wd + q * ps + kp0 * kPanel;
-    // With no whole group (a row block of 1-5 rows) this tile is the one that reads from memory.
-    const auto run = [&](float* c, int64_t ldc) {
-      if (whole == 0)
-        micro<1, R, P, true>(wp, ps, xs, kpn, c, ldc, first);
-      else
-        micro<1, R, P>(wp, ps, xs, kpn, c, ldc, first);
-    };
     if constexpr (P == 1)
-      loom_none::on_panel_columns<R>(ys0 + q * kPanel, ys, cols_at(q), first, run);
+      loom_none::on_panel_columns<R>(ys0 + q * kPanel, ys, cols_at(q), first, [&](float* c, int64_t ldc) {
+        micro<1, R, 1>(wp, ps, xs, kpn, c, ldc, first);
+      });
     else
-      run(ys0 + q * kPanel, ys);
+      micro<1, R, P>(wp, ps, xs, kpn, ys0 + q * kPanel, ys, first);
   });
 }
 
