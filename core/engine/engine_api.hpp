@@ -32,7 +32,8 @@ struct SamplingParams {
   std::optional<uint64_t> seed;   // same seed -> same text; unset = from the engine's generator
   int32_t max_tokens = 16;        // new tokens at most, >= 1
   bool ignore_eos = false;        // keep going past EOS until max_tokens
-  std::vector<std::string> stop;  // generation ends before any of these strings; not returned
+  std::vector<std::string> stop;  // generation ends at the first of these strings to appear
+  bool include_stop_str_in_output = false;  // true: that stop string ends the output (vLLM's field)
   // Set: every sampled token comes with its log-probability and the `*logprobs` most likely
   // alternatives (0..kMaxLogprobs), from the raw logits (before temperature and filters).
   std::optional<int32_t> logprobs;

@@ -24,7 +24,7 @@ RequestState::RequestState(uint64_t id_, GenerateRequest request, const Tokenize
                                                   : request.cache_salt),
       rng(seed_),
       detokenizer(tokenizer, token_ids, /*render_special=*/!sampling.skip_special_tokens),
-      stop_checker(sampling.stop) {}
+      stop_checker(sampling.stop, sampling.include_stop_str_in_output) {}
 
 loom_request_view RequestState::view() const {
   loom_request_view v{};

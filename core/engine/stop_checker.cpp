@@ -4,7 +4,8 @@
 
 namespace loom {
 
-StopChecker::StopChecker(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopChecker::StopChecker(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
@@ -16,10 +17,13 @@ StopChecker::Result StopChecker::push(std::string_view text) {
     return result;
   }
   // Earliest match wins: the text before it is everything the client may see.
-  size_t best = std::string::npos;
-  for (const auto& stop : stops_) best = std::min(best, held_.find(stop));
+  size_t best = std::string::npos, best_len = 0;
+  for (const auto& stop : stops_) {
+    const size_t at = held_.find(stop);
+    if (at < best) best = at, best_len = stop.size();
+  }
   if (best != std::string::npos) {
-    result.text = held_.substr(0, best);
+    result.text = held_.substr(0, include_stop_ ? best + best_len : best);
     result.stopped = true;
     held_.clear();
     return result;

@@ -173,6 +173,8 @@ GenerationParams parse_generation_params(const Json& body, bool chat) {
     out.cache_salt = hash_cache_salt(*salt);
   }
   s.ignore_eos = read_bool(body, "ignore_eos", "ignore_eos").value_or(false);
+  s.include_stop_str_in_output =
+      read_bool(body, "include_stop_str_in_output", "include_stop_str_in_output").value_or(false);
   s.skip_special_tokens = read_bool(body, "skip_special_tokens", "skip_special_tokens").value_or(true);
   s.speculative_decoding = read_bool(body, "speculative_decoding", "speculative_decoding").value_or(true);
   out.stream = read_bool(body, "stream", "stream").value_or(false);

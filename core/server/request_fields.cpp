@@ -63,6 +63,8 @@ constexpr std::array kFields = {
     RequestField{"min_tokens", true, true, kHonoured, "generation_params -> logits_processors", ""},
     RequestField{"stop_token_ids", true, true, kHonoured, "generation_params -> engine stop check", ""},
     RequestField{"ignore_eos", true, true, kHonoured, "generation_params -> engine stop check", ""},
+    RequestField{"include_stop_str_in_output", true, true, kHonoured,
+                 "generation_params -> stop_checker: the matched stop string ends the output", ""},
     RequestField{"skip_special_tokens", true, true, kHonoured, "generation_params -> detokenizer", ""},
     RequestField{"speculative_decoding", true, true, kHonoured, "generation_params -> engine speculation (opt-out)", ""},
     RequestField{"prompt_logprobs", true, true, kHonoured, "generation_params -> engine prompt scoring", ""},

@@ -59,7 +59,8 @@ std::string canonical_params(const SemanticCacheInputs& in, const char* route) {
   p["~effective"] = Json{{"temperature", s.temperature}, {"top_p", s.top_p},     {"top_k", s.top_k},
                          {"min_p", s.min_p},             {"max_tokens", s.max_tokens},
                          {"seed", s.seed ? Json(*s.seed) : Json(nullptr)},   {"ignore_eos", s.ignore_eos},
-                         {"stop", s.stop},               {"skip_special_tokens", s.skip_special_tokens}};
+                         {"stop", s.stop},               {"skip_special_tokens", s.skip_special_tokens},
+                         {"include_stop_str_in_output", s.include_stop_str_in_output}};
   return p.dump();  // nlohmann objects keep keys sorted: one text per set of values
 }
 

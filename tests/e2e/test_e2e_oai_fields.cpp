@@ -242,6 +242,46 @@ TEST_F(OaiFields, PenaltiesAndBiasChangeOutput) {
   }
 }
 
+TEST_F(OaiFields, IncludeStopStrInOutputKeepsTheStopString) {
+  const std::vector<int32_t> prompt{1, 403};
+  const json whole = post_ok(server_, "/v1/completions", {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}});
+  const std::string text = whole["choices"][0]["text"];
+  ASSERT_GE(text.size(), 6u) << text;
+  // A stop string from the middle of the greedy text: its first occurrence ends the output.
+  const std::string stop = text.substr(text.size() / 2, 2);
+  const size_t at = text.find(stop);
+  for (const bool include : {true, false}) {
+    for (const bool stream : {false, true}) {
+      json body = {{"prompt", prompt}, {"max_tokens", 12}, {"temperature", 0}, {"stop", stop}};
+      body["include_stop_str_in_output"] = include;
+      std::string got;
+      if (stream) {
+        body["stream"] = true;
+        const HttpResponse r = server_.post("/v1/completions", body);
+        ASSERT_EQ(r.status, 200u) << r.body;
+        for (const std::string& data : sse_data_events(r.body)) {
+          if (data == "[DONE]") break;
+          const json chunk = json::parse(data);
+          for (const json& c : chunk["choices"]) got += c["text"].get<std::string>();
+        }
+      } else {
+        const json r = post_ok(server_, "/v1/completions", body);
+        EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+        got = r["choices"][0]["text"];
+      }
+      EXPECT_EQ(got, text.substr(0, include ? at + stop.size() : at)) << "include " << include << " stream " << stream;
+    }
+  }
+  const json chat = post_ok(server_, "/v1/chat/completions",
+                            {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 8}, {"temperature", 0},
+                             {"stop", "zzzz"}, {"include_stop_str_in_output", true}});
+  EXPECT_TRUE(chat["choices"][0]["message"]["content"].is_string());
+  const HttpResponse bad = server_.post("/v1/completions",
+                                        {{"prompt", prompt}, {"max_tokens", 2}, {"include_stop_str_in_output", "yes"}});
+  EXPECT_EQ(bad.status, 400u);
+  EXPECT_NE(bad.body.find("include_stop_str_in_output"), std::string::npos) << bad.body;
+}
+
 TEST_F(OaiFields, StopTokenIdsEndTheChoice) {
   const std::vector<int32_t> prompt{1, 403};
   const Generated g = generate(server_.engine(), prompt, 6);
