@@ -48,21 +48,6 @@ void shield_content(nlohmann::ordered_json& message, ContentShield& shield) {
   }
 }
 
-// A content array (text parts only: the request reader refuses the rest) as the string a
-// template that adds content to strings expects: the texts joined by "\n", as vLLM joins them.
-void join_content_parts(nlohmann::ordered_json& message) {
-  if (!message.is_object()) return;
-  const auto it = message.find("content");
-  if (it == message.end() || !it->is_array()) return;
-  std::string text;
-  for (size_t i = 0; i < it->size(); ++i) {
-    const auto& part = (*it)[i];
-    if (i > 0) text += "\n";
-    if (part.is_object() && part.contains("text") && part["text"].is_string()) text += part["text"].get<std::string>();
-  }
-  *it = std::move(text);
-}
-
 }  // namespace
 
 std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_view body,
@@ -93,7 +78,13 @@ std::string apply_chat_prompt(const ChatTemplate* chat_template, std::string_vie
   // the client sent back (already validated) is parsed for them.
   nlohmann::ordered_json history = json.at("messages");
   if (!chat_template->takes_content_parts()) {
-    for (auto& m : history) join_content_parts(m);
+    // A template that adds content to strings gets a content array (text parts only: the request
+    // reader refuses the rest) as the texts the reader joined with "\n", as vLLM joins them.
+    // `messages` was read from this body, one per message.
+    for (size_t i = 0; i < history.size() && i < messages.size(); ++i) {
+      auto& m = history[i];
+      if (m.is_object() && m.contains("content") && m["content"].is_array()) m["content"] = messages[i].content;
+    }
   }
   if (shield) {
     for (auto& m : history) shield_content(m, *shield);

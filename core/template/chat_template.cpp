@@ -1,7 +1,7 @@
 #include "core/template/chat_template.hpp"
 
 #include <array>
-#include <regex>
+#include <cctype>
 
 #include "core/common/error.hpp"
 #include "core/formats/gguf_file.hpp"
@@ -14,10 +14,52 @@ ChatTemplate::ChatTemplate(const std::string& source, std::string bos_token, std
       source_(source),
       bos_token_(std::move(bos_token)),
       eos_token_(std::move(eos_token)) {
-  // `for part in message['content']`, `for c in m.content`, `for x in message["content"] | ...`:
-  // the test is textual, like vLLM's (which walks the parsed template for such a loop).
-  static const std::regex loop_over_content(R"(for\s+\w+(\s*,\s*\w+)?\s+in\s+\w+\s*(\[\s*['"]content['"]\s*\]|\.content\b))");
-  takes_content_parts_ = std::regex_search(source_, loop_over_content);
+  takes_content_parts_ = loops_over_content(source_);
+}
+
+bool loops_over_content(std::string_view s) {
+  const auto word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_'; };
+  const auto spaces = [&](size_t& p) {
+    const size_t b = p;
+    while (p < s.size() && std::isspace(static_cast<unsigned char>(s[p])) != 0) ++p;
+    return p > b;
+  };
+  const auto name = [&](size_t& p) {
+    const size_t b = p;
+    while (p < s.size() && word(s[p])) ++p;
+    return p > b;
+  };
+  for (size_t at = s.find("for"); at != std::string_view::npos; at = s.find("for", at + 1)) {
+    if (at > 0 && word(s[at - 1])) continue;
+    size_t p = at + 3;
+    if (!spaces(p) || !name(p)) continue;
+    size_t q = p;  // a second loop variable: `for key, value in ...`
+    spaces(q);
+    if (q < s.size() && s[q] == ',') {
+      ++q;
+      spaces(q);
+      if (!name(q)) continue;
+      p = q;
+    }
+    if (!spaces(p) || s.compare(p, 2, "in") != 0) continue;
+    p += 2;
+    if (!spaces(p) || !name(p)) continue;
+    spaces(p);
+    if (s.compare(p, 8, ".content") == 0) {
+      if (p + 8 == s.size() || !word(s[p + 8])) return true;
+      continue;
+    }
+    if (p >= s.size() || s[p] != '[') continue;
+    ++p;
+    spaces(p);
+    if (p >= s.size() || (s[p] != '\'' && s[p] != '"')) continue;
+    const char quote = s[p++];
+    if (s.compare(p, 7, "content") != 0 || p + 7 >= s.size() || s[p + 7] != quote) continue;
+    p += 8;
+    spaces(p);
+    if (p < s.size() && s[p] == ']') return true;
+  }
+  return false;
 }
 
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool add_generation_prompt,

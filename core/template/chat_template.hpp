@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,13 @@ class ChatTemplate {
   std::function<std::time_t()> clock_;
   bool takes_content_parts_ = false;
 };
+
+// Whether a template source has a loop over some variable's content, `for part in
+// message['content']` (or ["content"], or .content; one or two loop variables): what
+// ChatTemplate::takes_content_parts() reports, as vLLM tells its "openai" content format from
+// "string". A linear scan of the text (std::regex recursed once per character of a long name and
+// overflowed the stack on a 100k-character one).
+bool loops_over_content(std::string_view source);
 
 // What a model's files say about its chat template.
 struct ChatTemplateSource {

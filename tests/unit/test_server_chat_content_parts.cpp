@@ -43,6 +43,18 @@ TEST(ChatContentParts, TemplatesThatLoopOverContentAreToldApart) {
   EXPECT_FALSE(takes("{% for message in messages %}{% for c in message.contents %}{{ c }}{% endfor %}{% endfor %}"));
   // The shipped templates add content to strings (SmolLM3 turns a non-string into "", Llama 3.1
   // prints an iterable tool message as JSON): none loops over parts.
+  EXPECT_TRUE(loops_over_content("{%- for key, value in message['content'] | items %}{% endfor %}"));
+  EXPECT_TRUE(loops_over_content("{% for x in m [ \"content\" ] %}"));
+  EXPECT_TRUE(loops_over_content("{% for x in m.content %}"));
+  EXPECT_FALSE(loops_over_content("{% for x in m.content_type %}"));
+  EXPECT_FALSE(loops_over_content("{% for x in m['contents'] %}"));
+  EXPECT_FALSE(loops_over_content("{% for x in m['content\"] %}"));  // quotes must match
+  EXPECT_FALSE(loops_over_content("{% fork x in m.content %}"));
+  EXPECT_TRUE(loops_over_content("{% for x in m.content"));  // at the end of the text
+  // A very long name or run of spaces is scanned in one pass (std::regex overflowed the stack
+  // on a 100k-character name).
+  EXPECT_FALSE(loops_over_content("{% for " + std::string(1 << 20, 'a') + " in x %}"));
+  EXPECT_TRUE(loops_over_content("{% for x in" + std::string(1 << 20, ' ') + "m['content'] %}"));
   for (const auto& entry : fs::directory_iterator(fs::path(LOOM_TEST_DATA) / "chat_templates")) {
     if (entry.path().extension() != ".jinja") continue;
     EXPECT_FALSE(takes(read_file(entry.path()))) << entry.path().filename();
